@@ -1,0 +1,274 @@
+"""The sans-IO JSON-RPC connection, symmetric in role.
+
+``Connection(Role.CLIENT)`` is the client side of a conversation with an
+agent, ``Connection(Role.AGENT)`` the agent side.  Bytes go in through
+``receive_data``/``receive_eof`` and come out as events; messages go out
+through ``send_*`` and come back as bytes to write.  Request ids are
+tracked in both directions, independently (ACP id spaces are per sender):
+our outstanding requests, and the peer's requests we still owe an answer.
+
+Peer mistakes become ``Violation`` events.  Our own mistakes (answering an
+id we were never asked, sending a malformed envelope) raise
+``LocalProtocolError`` because they are bugs in the caller, not evidence
+about the peer.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from acp_conformance.core import jsonrpc
+from acp_conformance.core.events import (
+    Event,
+    Notification,
+    Request,
+    Response,
+    Violation,
+)
+from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, RawFrame
+from acp_conformance.errors import LocalProtocolError
+
+__all__ = ["Connection", "Role"]
+
+C_ID_ECHO = "jsonrpc.response-id-echo"
+C_NO_DUP = "jsonrpc.no-duplicate-response"
+C_REQUEST_SHAPE = "jsonrpc.request-shape"
+
+
+class Role(enum.Enum):
+    """Which side of ACP an endpoint plays."""
+
+    AGENT = "agent"
+    CLIENT = "client"
+
+    @property
+    def other(self) -> Role:
+        return Role.CLIENT if self is Role.AGENT else Role.AGENT
+
+
+class Connection:
+    """JSON-RPC 2.0 state for one ACP byte stream, seen from ``our_role``."""
+
+    def __init__(
+        self,
+        our_role: Role,
+        *,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        first_id: int = 0,
+    ) -> None:
+        self.our_role = our_role
+        self.their_role = our_role.other
+        self._decoder = FrameDecoder(max_frame_bytes)
+        self._next_id = first_id
+        # id_key -> (id, method) for requests we sent and the peer has not answered.
+        self._outgoing: dict[tuple[str, Any], tuple[Any, str]] = {}
+        # id_key -> method for requests already answered (to spot duplicates).
+        self._answered: dict[tuple[str, Any], str] = {}
+        # id_key -> (id, method) for the peer's requests we still owe an answer.
+        self._incoming: dict[tuple[str, Any], tuple[Any, str]] = {}
+        self.inbound_frames = 0
+        self.eof = False
+
+    # ------------------------------------------------------------------ inbound
+    def receive_data(self, data: bytes) -> list[Event]:
+        """Feed bytes read from the peer; return the events they complete."""
+        return self._process(self._decoder.feed(data))
+
+    def receive_eof(self) -> list[Event]:
+        """The peer closed its output; report any half-written frame."""
+        self.eof = True
+        return self._process(self._decoder.feed_eof())
+
+    def _process(self, items: list[RawFrame | Violation]) -> list[Event]:
+        out: list[Event] = []
+        for item in items:
+            if isinstance(item, Violation):
+                out.append(item)
+            else:
+                out.extend(self.receive_frame(item.data))
+        return out
+
+    def receive_frame(self, data: bytes) -> list[Event]:
+        """Handle one complete frame (without its newline)."""
+        index = self.inbound_frames
+        self.inbound_frames += 1
+        msg, problems = jsonrpc.decode(data)
+        out: list[Event] = [_at(v, index) for v in problems]
+        if msg is None:
+            return out
+        kind, problems = jsonrpc.classify(msg, data)
+        out.extend(_at(v, index) for v in problems)
+        if kind == "request":
+            out.extend(self._on_request(msg, data, index))
+        elif kind == "notification":
+            out.append(
+                Notification(
+                    method=msg["method"],
+                    params=msg.get("params"),
+                    raw=data,
+                    index=index,
+                    has_params="params" in msg,
+                    message=msg,
+                )
+            )
+        elif kind == "response":
+            out.extend(self._on_response(msg, data, index))
+        return out
+
+    def _on_request(self, msg: dict[str, Any], data: bytes, index: int) -> list[Event]:
+        out: list[Event] = []
+        rid = msg["id"]
+        method = msg["method"]
+        key = jsonrpc.id_key(rid)
+        if key in self._incoming:
+            out.append(
+                Violation(
+                    C_REQUEST_SHAPE,
+                    f"request id {rid!r} reused while the earlier {self._incoming[key][1]} "
+                    "with that id is still unanswered",
+                    raw=data[:200],
+                    index=index,
+                )
+            )
+        else:
+            self._incoming[key] = (rid, method)
+        out.append(
+            Request(
+                id=rid,
+                method=method,
+                params=msg.get("params"),
+                raw=data,
+                index=index,
+                has_params="params" in msg,
+                message=msg,
+            )
+        )
+        return out
+
+    def _on_response(self, msg: dict[str, Any], data: bytes, index: int) -> list[Event]:
+        out: list[Event] = []
+        rid = msg["id"]
+        key = jsonrpc.id_key(rid)
+        is_error = "error" in msg and "result" not in msg
+        method: str | None = None
+        duplicate = False
+        if key in self._outgoing:
+            method = self._outgoing.pop(key)[1]
+            self._answered[key] = method
+        elif key in self._answered:
+            method = self._answered[key]
+            duplicate = True
+            out.append(
+                Violation(
+                    C_NO_DUP,
+                    f"second response to request id {rid!r} ({method}), which was already answered",
+                    raw=data[:200],
+                    index=index,
+                )
+            )
+        elif not (rid is None and is_error):
+            # A null id is legitimate on errors for frames the peer could not parse.
+            out.append(
+                Violation(
+                    C_ID_ECHO,
+                    f"response to id {rid!r}, which matches no request we sent"
+                    + _near_miss(rid, self._outgoing, self._answered),
+                    raw=data[:200],
+                    index=index,
+                )
+            )
+        out.append(
+            Response(
+                id=rid,
+                result=msg.get("result"),
+                error=msg.get("error"),
+                is_error=is_error,
+                method=method,
+                duplicate=duplicate,
+                raw=data,
+                index=index,
+                message=msg,
+            )
+        )
+        return out
+
+    # ----------------------------------------------------------------- outbound
+    def next_request_id(self) -> int:
+        rid = self._next_id
+        self._next_id += 1
+        return rid
+
+    def send_request(self, method: str, params: Any = None, *, id: Any = None) -> tuple[Any, bytes]:
+        """Serialize a request; returns ``(id, bytes)``. ``params=None`` omits params."""
+        if not isinstance(method, str):
+            raise LocalProtocolError("method must be a string")
+        rid = self.next_request_id() if id is None else id
+        if not jsonrpc.is_valid_id(rid):
+            raise LocalProtocolError(f"invalid request id {rid!r}")
+        key = jsonrpc.id_key(rid)
+        if key in self._outgoing:
+            raise LocalProtocolError(f"request id {rid!r} is already outstanding")
+        self._answered.pop(key, None)
+        self._outgoing[key] = (rid, method)
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        return rid, jsonrpc.dumps(msg) + b"\n"
+
+    def send_notification(self, method: str, params: Any = None) -> bytes:
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        return jsonrpc.dumps(msg) + b"\n"
+
+    def send_result(self, id: Any, result: Any) -> bytes:
+        self._settle(id)
+        return jsonrpc.dumps({"jsonrpc": "2.0", "id": id, "result": result}) + b"\n"
+
+    def send_error(self, id: Any, code: int, message: str, data: Any = None) -> bytes:
+        if id is not None:
+            self._settle(id)
+        err: dict[str, Any] = {"code": int(code), "message": message}
+        if data is not None:
+            err["data"] = data
+        return jsonrpc.dumps({"jsonrpc": "2.0", "id": id, "error": err}) + b"\n"
+
+    def _settle(self, id: Any) -> None:
+        key = jsonrpc.id_key(id)
+        if key not in self._incoming:
+            raise LocalProtocolError(f"no outstanding request with id {id!r} to answer")
+        del self._incoming[key]
+
+    def forget_outgoing(self, id: Any) -> None:
+        """Stop expecting an answer (e.g. the request's deadline passed)."""
+        self._outgoing.pop(jsonrpc.id_key(id), None)
+
+    # -------------------------------------------------------------------- state
+    @property
+    def pending_outgoing(self) -> list[tuple[Any, str]]:
+        """Our requests the peer has not answered yet, as ``(id, method)``."""
+        return list(self._outgoing.values())
+
+    @property
+    def pending_incoming(self) -> list[tuple[Any, str]]:
+        """The peer's requests we have not answered yet, as ``(id, method)``."""
+        return list(self._incoming.values())
+
+    def is_outstanding(self, id: Any) -> bool:
+        return jsonrpc.id_key(id) in self._outgoing
+
+
+def _at(v: Violation, index: int) -> Violation:
+    if v.index is not None:
+        return v
+    return Violation(v.clause_id, v.message, v.severity, v.raw, index)
+
+
+def _near_miss(rid: Any, outgoing: dict[tuple[str, Any], Any], answered: dict[tuple[str, Any], Any]) -> str:
+    """Explain the classic bug of echoing ``"1"`` for ``1``."""
+    for alt in (str(rid),) + ((int(rid),) if isinstance(rid, str) and rid.lstrip("-").isdigit() else ()):
+        k = jsonrpc.id_key(alt)
+        if k != jsonrpc.id_key(rid) and (k in outgoing or k in answered):
+            return f" (we sent {alt!r}: the id must keep its JSON type)"
+    return ""

@@ -1,0 +1,165 @@
+"""Newline framing for ACP's stdio transport.
+
+ACP frames are single lines terminated by ``\\n``.  The decoder accepts
+bytes in arbitrary chunks (a frame may arrive one byte at a time, or many
+frames in one read) and never imposes the 64 KiB line limit that common
+stream readers do: real agents send multi-megabyte diffs.  The cap is
+configurable; an over-long line is discarded up to its newline and
+reported, so a peer writing a 100 MiB line costs bounded memory.
+
+Over-long lines and end-of-stream in the middle of a line are two distinct
+failures (the distinction anyio's ``receive_until`` draws).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from acp_conformance.core.events import Violation
+
+__all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameDecoder", "RawFrame", "encode_frame"]
+
+#: 64 MiB: far above anything a sane peer sends, far below what hurts us.
+DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
+
+CLAUSE_NEWLINE = "transport.stdio.newline-delimited"
+
+
+@dataclass(frozen=True, slots=True)
+class RawFrame:
+    """One line of peer output, without its terminating newline.
+
+    ``crlf`` is true when the line ended in ``\\r\\n``; the ``\\r`` has been
+    removed from ``data``.
+    """
+
+    data: bytes
+    crlf: bool = False
+
+
+class FrameDecoder:
+    """Incremental splitter of a byte stream into newline-terminated frames."""
+
+    __slots__ = (
+        "_buf",
+        "_closed",
+        "_discarded",
+        "_discarding",
+        "_scan",
+        "max_frame_bytes",
+    )
+
+    def __init__(self, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> None:
+        if max_frame_bytes < 1:
+            raise ValueError("max_frame_bytes must be positive")
+        self.max_frame_bytes = max_frame_bytes
+        self._buf = bytearray()
+        self._scan = 0
+        self._discarding = False
+        self._discarded = 0
+        self._closed = False
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for an unfinished line (bounded by ``max_frame_bytes``)."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[RawFrame | Violation]:
+        """Add bytes; return the frames (and framing violations) they complete."""
+        if self._closed:
+            raise ValueError("feed() after feed_eof()")
+        out: list[RawFrame | Violation] = []
+        if not data:
+            return out
+        buf = self._buf
+        buf += data
+        start = 0
+        scan = self._scan
+        while True:
+            nl = buf.find(b"\n", scan)
+            if nl < 0:
+                break
+            if self._discarding:
+                self._discarded += nl - start
+                out.append(self._oversize_violation())
+                self._discarding = False
+                self._discarded = 0
+            elif nl - start > self.max_frame_bytes:
+                self._discarded = nl - start
+                out.append(self._oversize_violation())
+                self._discarded = 0
+            else:
+                self._emit(bytes(buf[start:nl]), out)
+            start = scan = nl + 1
+        if start:
+            del buf[:start]
+        pending = len(buf)
+        if pending > self.max_frame_bytes or (self._discarding and pending):
+            # Keep nothing of a line we already know is too long.
+            self._discarding = True
+            self._discarded += pending
+            buf.clear()
+            pending = 0
+        self._scan = pending
+        return out
+
+    def feed_eof(self) -> list[RawFrame | Violation]:
+        """Signal end of stream; report a line cut off without its newline."""
+        out: list[RawFrame | Violation] = []
+        if self._closed:
+            return out
+        self._closed = True
+        if self._discarding:
+            out.append(self._oversize_violation())
+        elif self._buf:
+            tail = bytes(self._buf)
+            out.append(
+                Violation(
+                    CLAUSE_NEWLINE,
+                    f"stream ended in the middle of a line ({len(tail)} bytes without a terminating newline)",
+                    raw=tail[:200],
+                )
+            )
+        self._buf.clear()
+        return out
+
+    def _oversize_violation(self) -> Violation:
+        return Violation(
+            CLAUSE_NEWLINE,
+            f"line of at least {self._discarded} bytes exceeds the frame cap of "
+            f"{self.max_frame_bytes} bytes (raise it with --acp-max-frame-bytes); "
+            "the line was discarded",
+        )
+
+    def _emit(self, line: bytes, out: list[RawFrame | Violation]) -> None:
+        crlf = line.endswith(b"\r")
+        if crlf:
+            line = line[:-1]
+        if not line.strip():
+            out.append(
+                Violation(
+                    CLAUSE_NEWLINE,
+                    "blank line between frames (each line must carry exactly one message)",
+                    severity="warning",
+                    raw=line,
+                )
+            )
+            return
+        if crlf:
+            out.append(
+                Violation(
+                    CLAUSE_NEWLINE,
+                    "frame terminated by CRLF; ACP frames end with a bare \\n",
+                    severity="warning",
+                    raw=line[:200],
+                )
+            )
+        out.append(RawFrame(line, crlf))
+
+
+def encode_frame(payload: bytes) -> bytes:
+    """Terminate an already serialized JSON payload as one frame."""
+    if b"\n" in payload:
+        # Serializers we use never emit raw newlines; this guards hand-made payloads.
+        raise ValueError("a frame payload must not contain a raw newline")
+    return payload + b"\n"

@@ -1,0 +1,207 @@
+"""Decoding and classifying one frame as a JSON-RPC 2.0 message.
+
+``decode`` never raises on peer data: whatever arrives becomes a message
+dict plus a list of violations, or violations alone.  orjson does the fast
+path; the stdlib decoder is only consulted when orjson refuses, to tell
+"invalid UTF-8" from "invalid JSON" and to accept lone-surrogate escapes,
+which RFC 8259 permits even though orjson rejects them.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import IntEnum
+from typing import Any
+
+import orjson
+
+from acp_conformance.core.events import Violation
+
+__all__ = ["ErrorCode", "decode", "dumps", "id_key", "is_valid_id", "classify"]
+
+C_UTF8 = "transport.utf8"
+C_ONE_PER_LINE = "transport.stdio.one-message-per-line"
+C_VERSION = "jsonrpc.version-field"
+C_REQUEST_SHAPE = "jsonrpc.request-shape"
+C_RESULT_XOR_ERROR = "jsonrpc.result-xor-error"
+C_ERROR_OBJECT = "jsonrpc.error-object"
+C_ID_TYPES = "jsonrpc.id-types"
+C_ID_NOT_NULL = "jsonrpc.id-not-null"
+
+
+class ErrorCode(IntEnum):
+    """JSON-RPC and ACP error codes named by the schema's ``ErrorCode``."""
+
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    REQUEST_CANCELLED = -32800
+    AUTH_REQUIRED = -32000
+    RESOURCE_NOT_FOUND = -32002
+
+
+def dumps(obj: Any) -> bytes:
+    """Serialize compactly; orjson never emits raw newlines."""
+    return orjson.dumps(obj)
+
+
+def decode(data: bytes) -> tuple[Any, list[Violation]]:
+    """Parse one frame's bytes. Returns ``(value, violations)``; value is
+    ``None`` when nothing usable was decoded."""
+    try:
+        return orjson.loads(data), []
+    except orjson.JSONDecodeError:
+        pass
+    problems: list[Violation] = []
+    raw = data[:200]
+    if data.startswith(b"\xef\xbb\xbf"):
+        problems.append(Violation(C_UTF8, "frame starts with a UTF-8 byte order mark", "warning", raw))
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(
+            Violation(
+                C_UTF8,
+                f"frame is not valid UTF-8 ({exc.reason} at byte {exc.start})",
+                raw=raw,
+            )
+        )
+        return None, problems
+    try:
+        return json.loads(text), problems
+    except (ValueError, RecursionError) as exc:
+        problems.append(Violation(C_ONE_PER_LINE, f"frame is not valid JSON: {exc}", raw=raw))
+        return None, problems
+
+
+def is_valid_id(value: Any) -> bool:
+    """JSON-RPC ids are strings, integers (and, discouraged, null)."""
+    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def id_key(value: Any) -> tuple[str, Any]:
+    """A hashable key that keeps JSON types apart: ``1`` and ``"1"`` differ."""
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, int):
+        return ("n", value)
+    if isinstance(value, float):
+        return ("f", value)
+    if isinstance(value, str):
+        return ("s", value)
+    if value is None:
+        return ("z", None)
+    return ("o", orjson.dumps(value))
+
+
+def classify(msg: Any, raw: bytes = b"") -> tuple[str | None, list[Violation]]:
+    """Name the kind of a decoded message.
+
+    Returns one of ``"request"``, ``"notification"``, ``"response"`` or
+    ``None`` (unusable), with the envelope violations found on the way.
+    """
+    problems: list[Violation] = []
+    short = raw[:200]
+    if isinstance(msg, list):
+        problems.append(
+            Violation(
+                C_ONE_PER_LINE,
+                "JSON-RPC batch (array) received; ACP sends one object per line",
+                raw=short,
+            )
+        )
+        return None, problems
+    if not isinstance(msg, dict):
+        problems.append(
+            Violation(
+                C_ONE_PER_LINE,
+                f"frame is JSON {type(msg).__name__}, not an object",
+                raw=short,
+            )
+        )
+        return None, problems
+    if msg.get("jsonrpc") != "2.0":
+        problems.append(
+            Violation(
+                C_VERSION,
+                f'"jsonrpc" is {msg.get("jsonrpc", "missing")!r}, expected "2.0"',
+                raw=short,
+            )
+        )
+    if "method" in msg:
+        method = msg["method"]
+        if not isinstance(method, str):
+            problems.append(
+                Violation(
+                    C_REQUEST_SHAPE,
+                    f"method is {type(method).__name__}, not a string",
+                    raw=short,
+                )
+            )
+            return None, problems
+        if "params" in msg and not isinstance(msg["params"], (dict, list)):
+            problems.append(
+                Violation(
+                    C_REQUEST_SHAPE,
+                    f"params of {method} is {type(msg['params']).__name__}, not an object",
+                    raw=short,
+                )
+            )
+        if "result" in msg or "error" in msg:
+            problems.append(
+                Violation(
+                    C_REQUEST_SHAPE,
+                    "message has both method and result/error",
+                    raw=short,
+                )
+            )
+        if "id" not in msg:
+            return "notification", problems
+        problems.extend(_check_id(msg["id"], short, request=True))
+        return "request", problems
+    has_result = "result" in msg
+    has_error = "error" in msg
+    if "id" not in msg:
+        problems.append(Violation(C_REQUEST_SHAPE, "object has neither method nor id", raw=short))
+        return None, problems
+    if has_result and has_error:
+        problems.append(Violation(C_RESULT_XOR_ERROR, "response has both result and error", raw=short))
+    elif not has_result and not has_error:
+        problems.append(Violation(C_RESULT_XOR_ERROR, "response has neither result nor error", raw=short))
+        return None, problems
+    if has_error and not has_result:
+        problems.extend(check_error_object(msg["error"], short))
+    problems.extend(_check_id(msg["id"], short, request=False))
+    return "response", problems
+
+
+def check_error_object(err: Any, raw: bytes = b"") -> list[Violation]:
+    """An error object has an integer ``code`` and a string ``message``."""
+    if not isinstance(err, dict):
+        return [Violation(C_ERROR_OBJECT, f"error is {type(err).__name__}, not an object", raw=raw)]
+    out = []
+    code = err.get("code")
+    if not (isinstance(code, int) and not isinstance(code, bool)):
+        out.append(Violation(C_ERROR_OBJECT, f"error.code is {code!r}, not an integer", raw=raw))
+    if not isinstance(err.get("message"), str):
+        out.append(
+            Violation(
+                C_ERROR_OBJECT,
+                f"error.message is {err.get('message')!r}, not a string",
+                raw=raw,
+            )
+        )
+    return out
+
+
+def _check_id(value: Any, raw: bytes, *, request: bool) -> list[Violation]:
+    if isinstance(value, float):
+        return [Violation(C_ID_NOT_NULL, f"id {value!r} is a fractional number", "warning", raw)]
+    if not is_valid_id(value):
+        return [Violation(C_ID_TYPES, f"id {value!r} is neither a string nor an integer", raw=raw)]
+    if value is None and request:
+        return [Violation(C_ID_NOT_NULL, "request uses a null id", "warning", raw)]
+    return []

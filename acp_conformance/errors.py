@@ -1,0 +1,129 @@
+"""Every exception the toolkit raises, in one place.
+
+The split follows h11: a *local* error means our own code (or a test author)
+asked for something the protocol forbids; a *remote* error means the peer
+under test broke the protocol.  Conformance checks never see local errors
+as peer failures, and peer failures never escape as tracebacks::
+
+    AcpError
+    ├── LocalProtocolError        we tried to send something illegal
+    ├── RemoteProtocolError       the peer broke a clause (carries clause_id)
+    ├── PeerError                 the peer process itself misbehaved
+    │   ├── PeerExited            it exited / closed stdout while we waited
+    │   └── PeerTimeout           a deadline passed while we waited
+    ├── RpcError                  the peer answered a request with an error
+    ├── ConfigurationError        bad user input: option, command, schema
+    │   └── SchemaNotFound        the official schema could not be located
+    └── ScenarioError             a scenario file is invalid
+
+``ConformanceFailure`` is an ``AssertionError`` (so pytest renders it as a
+test failure, not an error) carrying the clause, expectation and
+observation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "AcpError",
+    "ConfigurationError",
+    "ConformanceFailure",
+    "LocalProtocolError",
+    "PeerError",
+    "PeerExited",
+    "PeerTimeout",
+    "RemoteProtocolError",
+    "RpcError",
+    "ScenarioError",
+    "SchemaNotFound",
+]
+
+
+class AcpError(Exception):
+    """Base class of every exception raised on purpose by acp-conformance."""
+
+
+class LocalProtocolError(AcpError):
+    """Our side was asked to send something the protocol forbids.
+
+    Raised before anything reaches the wire; negative tests that *want* to
+    send a broken frame use the raw-send API instead.
+    """
+
+
+class RemoteProtocolError(AcpError):
+    """The peer under test violated a clause.
+
+    ``clause_id`` names the requirement, ``frame`` is the offending decoded
+    frame (or raw bytes) when there is one.
+    """
+
+    def __init__(self, clause_id: str, message: str, frame: Any = None) -> None:
+        super().__init__(f"[{clause_id}] {message}")
+        self.clause_id = clause_id
+        self.message = message
+        self.frame = frame
+
+
+class PeerError(AcpError):
+    """The peer process misbehaved at the process level."""
+
+    def __init__(self, message: str, stderr_tail: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.stderr_tail = list(stderr_tail or [])
+
+
+class PeerExited(PeerError):
+    """The peer exited or closed its stdout while we were waiting for it."""
+
+    def __init__(
+        self,
+        message: str,
+        returncode: int | None = None,
+        stderr_tail: list[str] | None = None,
+    ) -> None:
+        super().__init__(message, stderr_tail)
+        self.returncode = returncode
+
+
+class PeerTimeout(PeerError):
+    """A deadline passed while waiting for the peer; names what we waited for."""
+
+
+class RpcError(AcpError):
+    """The peer answered one of our requests with a JSON-RPC error object."""
+
+    def __init__(self, method: str, code: Any, message: Any, data: Any = None) -> None:
+        super().__init__(f"{method} failed with error {code}: {message}")
+        self.method = method
+        self.code = code
+        self.error_message = message
+        self.data = data
+
+
+class ConfigurationError(AcpError):
+    """Bad user input (option value, command line, clause id, file)."""
+
+
+class SchemaNotFound(ConfigurationError):
+    """The official ACP JSON Schema could not be located anywhere we look."""
+
+
+class ScenarioError(ConfigurationError):
+    """A scenario file is invalid; the message names file, line and problem."""
+
+
+class ConformanceFailure(AssertionError):
+    """A check found the peer in breach of ``clause_id``.
+
+    It subclasses ``AssertionError`` so pytest shows it as a test failure.
+    ``expected`` and ``actual`` are short human-readable strings.
+    """
+
+    def __init__(self, clause_id: str, expected: str, actual: str) -> None:
+        super().__init__(f"[{clause_id}] expected {expected}; observed {actual}")
+        self.clause_id = clause_id
+        self.expected = expected
+        self.actual = actual

@@ -1,0 +1,457 @@
+"""Where the sans-IO core meets I/O: one ACP endpoint over a transport.
+
+``Peer`` pumps bytes from a transport into a ``Connection``, validates
+every frame in both directions against the official schema, records the
+transcript, dispatches the other side's requests to handlers (each in its
+own task, so a handler that deliberately never answers blocks nothing),
+and lets callers await responses and events with deadlines.  Every wait
+has a deadline and names what it waited for; a peer that exits turns
+every pending wait into ``PeerExited`` with its stderr tail.
+
+It is role-agnostic: the suite's client side, the mock agent and the mock
+client are all a ``Peer`` plus handlers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+import orjson
+
+from acp_conformance.core import jsonrpc
+from acp_conformance.core.connection import Connection, Role
+from acp_conformance.core.events import (
+    Event,
+    Notification,
+    Request,
+    Response,
+    Violation,
+)
+from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
+from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
+from acp_conformance.transcript import Entry, Transcript
+from acp_conformance.transport.base import Transport
+from acp_conformance.validation import SchemaValidator, clause_for
+
+__all__ = ["NO_ANSWER", "HandlerError", "Peer", "RequestHandler"]
+
+C_UNDERSCORE = "ext.method.underscore"
+
+
+class HandlerError(Exception):
+    """Raise from a request handler to answer with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class _NoAnswer:
+    def __repr__(self) -> str:
+        return "NO_ANSWER"
+
+
+#: Return this from a handler to leave the request unanswered on purpose.
+NO_ANSWER: Any = _NoAnswer()
+
+RequestHandler = Callable[[Request], Awaitable[Any]]
+NotificationListener = Callable[[Notification], None]
+
+
+class Peer:
+    """An ACP endpoint playing ``role`` over ``transport``."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        role: Role,
+        *,
+        validator: SchemaValidator | None = None,
+        transcript: Transcript | None = None,
+        timeout: float = 30.0,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        stderr_tail: Callable[[], list[str]] | None = None,
+    ) -> None:
+        self.transport = transport
+        self.role = role
+        self.validator = validator
+        self.transcript = transcript if transcript is not None else Transcript()
+        self.timeout = timeout
+        self.conn = Connection(role, max_frame_bytes=max_frame_bytes)
+        self.events: list[Event] = []
+        self.handlers: dict[str, RequestHandler] = {}
+        self.default_handler: RequestHandler | None = None
+        self.listeners: list[NotificationListener] = []
+        self.closed = anyio.Event()
+        self._changed = anyio.Event()
+        self._responses: dict[tuple[str, Any], Response] = {}
+        self._stderr_tail = stderr_tail or (lambda: [])
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._send_lock = anyio.Lock()
+
+    # --------------------------------------------------------------- lifecycle
+    async def __aenter__(self) -> Peer:
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._reader)
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        assert self._tg is not None
+        self._tg.cancel_scope.cancel()
+        return await self._tg.__aexit__(*exc)
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run a background task for as long as the peer is open."""
+        assert self._tg is not None, "use `async with Peer(...)`"
+        self._tg.start_soon(fn, *args)
+
+    def stderr_tail(self) -> list[str]:
+        return self._stderr_tail()
+
+    # ----------------------------------------------------------------- reading
+    async def _reader(self) -> None:
+        while True:
+            data = await self.transport.receive()
+            if not data:
+                break
+            self._dispatch(self.conn.receive_data(data))
+        self._dispatch(self.conn.receive_eof())
+        self.transcript.note("peer closed its output (EOF)")
+        self.closed.set()
+        self._notify()
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    def _dispatch(self, events: list[Event]) -> None:
+        # The core emits a frame's violations just before the frame's message
+        # event (same ``index``); they are attached to that transcript entry.
+        pending: list[Violation] = []
+        for ev in events:
+            self.events.append(ev)
+            if isinstance(ev, Violation):
+                pending.append(ev)
+                continue
+            entry = self.transcript.add("in", ev.raw, ev.message)
+            self._flush([v for v in pending if v.index != ev.index])
+            for v in pending:
+                if v.index == ev.index:
+                    self.transcript.violation(v, entry)
+            pending = []
+            self._validate_inbound(ev, entry)
+            if isinstance(ev, Request):
+                assert self._tg is not None
+                self._tg.start_soon(self._serve, ev)
+            elif isinstance(ev, Notification):
+                for listener in list(self.listeners):
+                    listener(ev)
+            else:
+                self._responses[jsonrpc.id_key(ev.id)] = ev
+        self._flush(pending)
+        if events:
+            self._notify()
+
+    def _flush(self, violations: list[Violation]) -> None:
+        """Record violations that belong to no decoded message."""
+        entries: dict[int, Entry] = {}
+        for v in violations:
+            if v.index is None:
+                # Framing-level (blank line, CRLF, oversize, EOF mid-line): a note.
+                self.transcript.violation(v)
+                continue
+            entry = entries.get(v.index)
+            if entry is None:
+                entry = entries[v.index] = self.transcript.add("in", v.raw or b"")
+            self.transcript.violation(v, entry)
+
+    def _validate_inbound(self, ev: Request | Notification | Response, entry: Entry) -> None:
+        if isinstance(ev, Response):
+            if self.validator is None:
+                return
+            if ev.is_error:
+                issues = self.validator.check_error(ev.error)
+                for i in issues:
+                    self._flag(
+                        entry,
+                        ev,
+                        "jsonrpc.error-object",
+                        f"error object: {i.message} at {i.path or '/'}",
+                    )
+            elif ev.method is not None:
+                for i in self.validator.check_result(ev.method, ev.result):
+                    self._flag(
+                        entry,
+                        ev,
+                        clause_for(i, ev.result),
+                        f"{ev.method} result: {i.message} at {i.path or '/'}",
+                    )
+            return
+        method = ev.method
+        if method.startswith("_"):
+            return
+        spec = self.validator.spec(method) if self.validator is not None else None
+        if self.validator is None:
+            return
+        if spec is None:
+            self._flag(
+                entry,
+                ev,
+                C_UNDERSCORE,
+                f"{method!r} is not an ACP method of the pinned schema and does not start with '_'",
+            )
+            return
+        if spec.receiver is not None and spec.receiver is not self.role:
+            self._flag(
+                entry,
+                ev,
+                "schema.valid",
+                f"{method} is handled by the {self.role.other.value}; a {self.role.other.value} must not send it",
+            )
+            return
+        params = ev.params if ev.has_params else {}
+        if isinstance(ev, Request):
+            if spec.request is None:
+                self._flag(
+                    entry,
+                    ev,
+                    "schema.valid",
+                    f"{method} is a notification but arrived as a request (with an id)",
+                )
+                return
+            issues = self.validator.validate(spec.request, params)
+        else:
+            if spec.notification is None:
+                self._flag(
+                    entry,
+                    ev,
+                    "schema.valid",
+                    f"{method} is a request but arrived as a notification (no id)",
+                )
+                return
+            issues = self.validator.validate(spec.notification, params)
+        for i in issues:
+            self._flag(
+                entry,
+                ev,
+                clause_for(i, params),
+                f"{method} params: {i.message} at {i.path or '/'}",
+            )
+
+    def _flag(
+        self,
+        entry: Entry,
+        ev: Request | Notification | Response,
+        clause: str,
+        message: str,
+    ) -> None:
+        v = Violation(clause, message, "error", ev.raw[:200], ev.index)
+        self.transcript.violation(v, entry)
+        self.events.append(v)
+
+    # ----------------------------------------------------------------- writing
+    async def _write(self, data: bytes, message: Any = None, *, raw: bool = False) -> None:
+        self.transcript.add("out", data.rstrip(b"\n") if not raw else data, message)
+        if raw:
+            self.transcript.note("(previous frame sent raw, deliberately)")
+        async with self._send_lock:
+            await self.transport.send(data)
+
+    async def send_raw(self, data: bytes) -> None:
+        """Write bytes exactly as given: for deliberately malformed input."""
+        await self._write(data, None, raw=True)
+
+    def _check_outbound(self, what: str, issues: list[Any], validate: bool) -> None:
+        if validate and issues:
+            i = issues[0]
+            raise LocalProtocolError(f"refusing to send invalid {what}: {i.message} at {i.path or '/'}")
+
+    async def send_request(
+        self, method: str, params: Any = None, *, id: Any = None, validate: bool = True
+    ) -> Any:
+        """Send a request without waiting; returns its id."""
+        if self.validator is not None and validate:
+            spec = self.validator.spec(method)
+            if spec is not None and spec.request is not None:
+                self._check_outbound(
+                    f"{method} params",
+                    self.validator.validate(spec.request, params if params is not None else {}),
+                    validate,
+                )
+        rid, data = self.conn.send_request(method, params, id=id)
+        await self._write(data, _loads(data))
+        return rid
+
+    async def notify(self, method: str, params: Any = None, *, validate: bool = True) -> None:
+        if self.validator is not None and validate:
+            spec = self.validator.spec(method)
+            if spec is not None and spec.notification is not None:
+                self._check_outbound(
+                    f"{method} params",
+                    self.validator.validate(spec.notification, params if params is not None else {}),
+                    validate,
+                )
+        data = self.conn.send_notification(method, params)
+        await self._write(data, _loads(data))
+
+    async def respond(
+        self,
+        request_id: Any,
+        result: Any,
+        *,
+        method: str | None = None,
+        validate: bool = True,
+    ) -> None:
+        if self.validator is not None and validate and method is not None:
+            self._check_outbound(
+                f"{method} result",
+                self.validator.check_result(method, result),
+                validate,
+            )
+        data = self.conn.send_result(request_id, result)
+        await self._write(data, _loads(data))
+
+    async def respond_error(self, request_id: Any, code: int, message: str, data: Any = None) -> None:
+        frame = self.conn.send_error(request_id, code, message, data)
+        await self._write(frame, _loads(frame))
+
+    # -------------------------------------------------------------- requesting
+    async def call(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        validate: bool = True,
+        id: Any = None,
+    ) -> Response:
+        """Send a request and wait for its response event (result or error)."""
+        rid = await self.send_request(method, params, validate=validate, id=id)
+        return await self.wait_response(rid, method=method, timeout=timeout)
+
+    async def wait_response(
+        self, rid: Any, *, method: str = "request", timeout: float | None = None
+    ) -> Response:
+        key = jsonrpc.id_key(rid)
+        limit = self.timeout if timeout is None else timeout
+        with anyio.move_on_after(limit):
+            while True:
+                resp = self._responses.get(key)
+                if resp is not None:
+                    return resp
+                if self.closed.is_set():
+                    raise PeerExited(
+                        f"the peer closed its output before answering {method} (id {rid!r})",
+                        None,
+                        self.stderr_tail(),
+                    )
+                await self._changed.wait()
+        raise PeerTimeout(
+            f"no response to {method} (id {rid!r}) within {limit:g} s",
+            self.stderr_tail(),
+        )
+
+    async def request(
+        self,
+        method: str,
+        params: Any = None,
+        *,
+        timeout: float | None = None,
+        validate: bool = True,
+    ) -> Any:
+        """Send a request and return its result; an error answer raises ``RpcError``."""
+        resp = await self.call(method, params, timeout=timeout, validate=validate)
+        if resp.is_error:
+            err = resp.error if isinstance(resp.error, dict) else {}
+            raise RpcError(method, err.get("code"), err.get("message"), err.get("data"))
+        return resp.result
+
+    # ---------------------------------------------------------------- waiting
+    async def wait_for(
+        self,
+        predicate: Callable[[Event], bool],
+        *,
+        timeout: float | None = None,
+        what: str = "event",
+        start: int = 0,
+    ) -> Event:
+        """First event from index ``start`` on satisfying ``predicate``."""
+        limit = self.timeout if timeout is None else timeout
+        pos = start
+        with anyio.move_on_after(limit):
+            while True:
+                while pos < len(self.events):
+                    ev = self.events[pos]
+                    pos += 1
+                    if predicate(ev):
+                        return ev
+                if self.closed.is_set():
+                    raise PeerExited(
+                        f"the peer closed its output while we waited for {what}",
+                        None,
+                        self.stderr_tail(),
+                    )
+                await self._changed.wait()
+        raise PeerTimeout(f"no {what} within {limit:g} s", self.stderr_tail())
+
+    async def wait_closed(self, timeout: float) -> bool:
+        with anyio.move_on_after(timeout):
+            await self.closed.wait()
+            return True
+        return False
+
+    async def quiet_for(
+        self, seconds: float, predicate: Callable[[Event], bool], start: int = 0
+    ) -> Event | None:
+        """Return the first matching event within ``seconds``, or None if none came."""
+        try:
+            return await self.wait_for(predicate, timeout=seconds, start=start)
+        except PeerTimeout:
+            return None
+        except PeerExited:
+            return None
+
+    # ---------------------------------------------------------------- serving
+    async def _serve(self, req: Request) -> None:
+        handler = self.handlers.get(req.method, self.default_handler)
+        try:
+            if handler is None:
+                await self.respond_error(
+                    req.id,
+                    jsonrpc.ErrorCode.METHOD_NOT_FOUND,
+                    f"method not found: {req.method}",
+                )
+                return
+            try:
+                result = await handler(req)
+            except HandlerError as exc:
+                await self.respond_error(req.id, exc.code, exc.message, exc.data)
+                return
+            if result is NO_ANSWER:
+                return
+            await self.respond(req.id, result, method=req.method, validate=False)
+        except (PeerExited, LocalProtocolError):
+            # The peer is gone, or the handler already answered; nothing left to tell it.
+            pass
+
+    # ------------------------------------------------------------------ state
+    def violations(self) -> list[Violation]:
+        return [e for e in self.events if isinstance(e, Violation)]
+
+    def notifications(self, method: str | None = None) -> list[Notification]:
+        return [
+            e for e in self.events if isinstance(e, Notification) and (method is None or e.method == method)
+        ]
+
+    def requests(self, method: str | None = None) -> list[Request]:
+        return [e for e in self.events if isinstance(e, Request) and (method is None or e.method == method)]
+
+
+def _loads(data: bytes) -> Any:
+    return orjson.loads(data)
