@@ -236,6 +236,9 @@ _UPDATE_CLAUSES = {
     "config_option_update": "update.config-option.shape",
     "session_info_update": "update.session-info.shape",
     "usage_update": "update.usage.shape",
+    "notice": "update.notice.shape",
+    "compaction_update": "update.compaction.shape",
+    "compaction_summary_chunk": "update.compaction.shape",
 }
 
 _DEFINITION_CLAUSES = {

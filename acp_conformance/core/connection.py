@@ -94,11 +94,11 @@ class Connection:
         index = self.inbound_frames
         self.inbound_frames += 1
         msg, problems = jsonrpc.decode(data)
-        out: list[Event] = [_at(v, index) for v in problems]
+        out: list[Event] = [self._hygiene(_at(v, index)) for v in problems]
         if msg is None:
             return out
         kind, problems = jsonrpc.classify(msg, data)
-        out.extend(_at(v, index) for v in problems)
+        out.extend(self._hygiene(_at(v, index)) for v in problems)
         if kind == "request":
             out.extend(self._on_request(msg, data, index))
         elif kind == "notification":
@@ -115,6 +115,13 @@ class Connection:
         elif kind == "response":
             out.extend(self._on_response(msg, data, index))
         return out
+
+    def _hygiene(self, v: Violation) -> Violation:
+        """Non-protocol output breaks the sender's stream-hygiene clause."""
+        if v.clause_id != jsonrpc.NOT_PROTOCOL:
+            return v
+        clause = "transport.stdio.stdout-clean" if self.their_role is Role.AGENT else "transport.stdio.stdin-clean"
+        return Violation(clause, v.message, v.severity, v.raw, v.index)
 
     def _on_request(self, msg: dict[str, Any], data: bytes, index: int) -> list[Event]:
         out: list[Event] = []

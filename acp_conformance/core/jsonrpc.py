@@ -21,6 +21,9 @@ __all__ = ["ErrorCode", "decode", "dumps", "id_key", "is_valid_id", "classify"]
 
 C_UTF8 = "transport.utf8"
 C_ONE_PER_LINE = "transport.stdio.one-message-per-line"
+#: Placeholder for "this line is not protocol at all" (a banner, a log line);
+#: the connection maps it to the sender's stdout/stdin hygiene clause.
+NOT_PROTOCOL = "<not-protocol>"
 C_VERSION = "jsonrpc.version-field"
 C_REQUEST_SHAPE = "jsonrpc.request-shape"
 C_RESULT_XOR_ERROR = "jsonrpc.result-xor-error"
@@ -73,7 +76,7 @@ def decode(data: bytes) -> tuple[Any, list[Violation]]:
     try:
         return json.loads(text), problems
     except (ValueError, RecursionError) as exc:
-        problems.append(Violation(C_ONE_PER_LINE, f"frame is not valid JSON: {exc}", raw=raw))
+        problems.append(Violation(NOT_PROTOCOL, f"line is not JSON ({exc}): not an ACP message", raw=raw))
         return None, problems
 
 

@@ -1,0 +1,143 @@
+"""The clause registry: every ACP v1 requirement we judge, as data.
+
+One record per requirement (``registry.toml`` beside this file), seeded
+from the upstream paraphrased catalog and corrected where the docs or the
+schema disagree (``CHANGES.md``).  IDs are the public vocabulary of
+reports: an ID never changes meaning.  Tests bind to clauses with
+``@pytest.mark.clause("cancel.stop-reason")``; unknown IDs are usage
+errors, and a meta-test requires every clause to be bound to a test or to
+carry the reason it cannot be observed on the wire.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+from acp_conformance.errors import ConfigurationError
+
+__all__ = ["LEVELS", "Clause", "Registry", "registry"]
+
+Level = Literal["MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY"]
+ClauseRole = Literal["agent", "client", "both"]
+LEVELS: tuple[str, ...] = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY")
+ROLES: tuple[str, ...] = ("agent", "client", "both")
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One requirement."""
+
+    id: str
+    area: str
+    role: ClauseRole
+    level: Level
+    text: str
+    reference: str
+    capability: str = ""
+    since: str = ""
+    flags: tuple[str, ...] = ()
+    untestable: str | None = None
+    robustness: bool = False
+    note: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @property
+    def mandatory(self) -> bool:
+        """MUST / MUST NOT: a failure makes the peer non-conformant."""
+        return self.level in ("MUST", "MUST NOT")
+
+    def applies_to(self, role: str) -> bool:
+        return self.role == role or self.role == "both"
+
+
+class Registry:
+    """All clauses, by id, with the lookups the plugin and reports need."""
+
+    def __init__(self, clauses: list[Clause]) -> None:
+        self._by_id: dict[str, Clause] = {}
+        for c in clauses:
+            if c.id in self._by_id:
+                raise ValueError(f"duplicate clause id {c.id!r} in the registry")
+            self._by_id[c.id] = c
+
+    def __contains__(self, clause_id: object) -> bool:
+        return clause_id in self._by_id
+
+    def __iter__(self) -> Any:
+        return iter(self._by_id.values())
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def get(self, clause_id: str) -> Clause:
+        """The clause, or a ``ConfigurationError`` naming close matches."""
+        try:
+            return self._by_id[clause_id]
+        except KeyError:
+            close = difflib.get_close_matches(clause_id, list(self._by_id), n=3)
+            hint = f" Did you mean {', '.join(close)}?" if close else ""
+            raise ConfigurationError(
+                f"unknown clause id {clause_id!r}.{hint} `python -m acp_conformance clauses` lists them all."
+            ) from None
+
+    def for_role(self, role: str) -> list[Clause]:
+        return [c for c in self._by_id.values() if c.applies_to(role)]
+
+
+def _parse(data: dict[str, Any], origin: str) -> list[Clause]:
+    out = []
+    for n, raw in enumerate(data.get("clause", []), 1):
+        where = f"{origin}: clause #{n} ({raw.get('id', '?')})"
+        try:
+            level = raw["level"]
+            role = raw["role"]
+            if level not in LEVELS:
+                raise ValueError(f"level {level!r} not in {LEVELS}")
+            if role not in ROLES:
+                raise ValueError(f"role {role!r} not in {ROLES}")
+            known = {
+                "id",
+                "area",
+                "role",
+                "level",
+                "text",
+                "reference",
+                "capability",
+                "since",
+                "flags",
+                "untestable",
+                "robustness",
+                "note",
+            }
+            out.append(
+                Clause(
+                    id=raw["id"],
+                    area=raw["area"],
+                    role=role,
+                    level=level,
+                    text=raw["text"],
+                    reference=raw.get("reference", ""),
+                    capability=raw.get("capability", ""),
+                    since=raw.get("since", ""),
+                    flags=tuple(raw.get("flags", ())),
+                    untestable=raw.get("untestable"),
+                    robustness=bool(raw.get("robustness", False)),
+                    note=raw.get("note"),
+                    extra={k: v for k, v in raw.items() if k not in known},
+                )
+            )
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"{where}: {exc}") from None
+    return out
+
+
+@cache
+def registry() -> Registry:
+    """The bundled registry (parsed once per process)."""
+    text = resources.files(__package__).joinpath("registry.toml").read_text("utf-8")
+    return Registry(_parse(tomllib.loads(text), "registry.toml"))
