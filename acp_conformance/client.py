@@ -89,17 +89,13 @@ class Sandbox:
         # resolve() follows symlinks, so a link inside pointing outside is caught too.
         real = Path(path).resolve()
         if real != self.root and self.root not in real.parents:
-            raise HandlerError(
-                ErrorCode.INVALID_PARAMS, f"path {path!r} is outside the session sandbox {self.root}"
-            )
+            raise HandlerError(ErrorCode.INVALID_PARAMS, f"path {path!r} is outside the session sandbox {self.root}")
         return real
 
     def read(self, path: Any, line: Any = None, limit: Any = None) -> str:
         real = self.resolve(path)
         if not real.is_file():
-            raise HandlerError(
-                ErrorCode.RESOURCE_NOT_FOUND, f"file not found: {path}", {"uri": f"file://{path}"}
-            )
+            raise HandlerError(ErrorCode.RESOURCE_NOT_FOUND, f"file not found: {path}", {"uri": f"file://{path}"})
         if real.stat().st_size > MAX_READ_BYTES:
             raise HandlerError(ErrorCode.INVALID_PARAMS, f"file {path} is larger than {MAX_READ_BYTES} bytes")
         try:
@@ -212,9 +208,7 @@ class PermissionPolicy:
 
     def __init__(self, spec: str = "allow_once") -> None:
         if spec not in self.KINDS and not spec.startswith("option:"):
-            raise ValueError(
-                f"unknown permission policy {spec!r}; use one of {', '.join(self.KINDS)} or option:<id>"
-            )
+            raise ValueError(f"unknown permission policy {spec!r}; use one of {', '.join(self.KINDS)} or option:<id>")
         self.spec = spec
 
     def choose(self, options: Sequence[Any]) -> dict[str, Any] | None:
@@ -297,9 +291,7 @@ class ClientEndpoint:
         self.peer = peer
         self.capabilities = capabilities or ClientCapabilities()
         self.sandbox = sandbox
-        self.permission = (
-            permission if isinstance(permission, PermissionPolicy) else PermissionPolicy(permission)
-        )
+        self.permission = permission if isinstance(permission, PermissionPolicy) else PermissionPolicy(permission)
         self.terminals = terminals or VirtualTerminals()
         self.client_info = client_info or {"name": "acp-conformance", "version": _version()}
         self.init_result: dict[str, Any] | None = None
@@ -373,9 +365,7 @@ class ClientEndpoint:
         ]
         return Turn(session_id, rid, resp, updates, start, end)
 
-    async def prompt(
-        self, session_id: str, prompt: str | list[dict[str, Any]], timeout: float | None = None
-    ) -> Turn:
+    async def prompt(self, session_id: str, prompt: str | list[dict[str, Any]], timeout: float | None = None) -> Turn:
         rid, start = await self.send_prompt(session_id, prompt)
         return await self.finish_turn(session_id, rid, start, timeout)
 
@@ -398,9 +388,7 @@ class ClientEndpoint:
                 ev = self.permission_arrived
                 await ev.wait()
             return self.permission_calls[index]
-        raise PeerTimeout(
-            f"the agent sent no session/request_permission within {limit:g} s", self.peer.stderr_tail()
-        )
+        raise PeerTimeout(f"the agent sent no session/request_permission within {limit:g} s", self.peer.stderr_tail())
 
     async def answer_permission(self, call: PermissionCall, outcome: dict[str, Any]) -> None:
         if call.outcome is not None:
@@ -428,9 +416,7 @@ class ClientEndpoint:
     # -------------------------------------------------------------------- fs
     def _gate(self, req: Request, allowed: bool, clause: str, what: str) -> None:
         if not allowed:
-            self.peer.flag(
-                clause, f"agent called {req.method} although the client did not advertise {what}", about=req
-            )
+            self.peer.flag(clause, f"agent called {req.method} although the client did not advertise {what}", about=req)
             raise HandlerError(
                 ErrorCode.METHOD_NOT_FOUND, f"{req.method} is not supported by this client ({what} is false)"
             )

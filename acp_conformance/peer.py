@@ -21,6 +21,7 @@ import anyio
 import anyio.abc
 import orjson
 
+from acp_conformance._util import single_exception
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.connection import Connection, Role
 from acp_conformance.core.events import (
@@ -38,7 +39,9 @@ from acp_conformance.validation import SchemaValidator, clause_for
 
 __all__ = ["NO_ANSWER", "HandlerError", "Peer", "RequestHandler"]
 
+
 C_UNDERSCORE = "ext.method.underscore"
+C_ANSWERED = "jsonrpc.every-request-answered"
 
 
 class HandlerError(Exception):
@@ -104,7 +107,12 @@ class Peer:
     async def __aexit__(self, *exc: Any) -> bool | None:
         assert self._tg is not None
         self._tg.cancel_scope.cancel()
-        return await self._tg.__aexit__(*exc)
+        try:
+            return await self._tg.__aexit__(*exc)
+        except BaseExceptionGroup as group:
+            # The body's own exception (a failed check, a skip) must reach the
+            # caller as itself, not wrapped in a group by our reader task group.
+            raise single_exception(group) from None
 
     def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run a background task for as long as the peer is open."""
@@ -272,9 +280,7 @@ class Peer:
             i = issues[0]
             raise LocalProtocolError(f"refusing to send invalid {what}: {i.message} at {i.path or '/'}")
 
-    async def send_request(
-        self, method: str, params: Any = None, *, id: Any = None, validate: bool = True
-    ) -> Any:
+    async def send_request(self, method: str, params: Any = None, *, id: Any = None, validate: bool = True) -> Any:
         """Send a request without waiting; returns its id."""
         if self.validator is not None and validate:
             spec = self.validator.spec(method)
@@ -335,9 +341,7 @@ class Peer:
         rid = await self.send_request(method, params, validate=validate, id=id)
         return await self.wait_response(rid, method=method, timeout=timeout)
 
-    async def wait_response(
-        self, rid: Any, *, method: str = "request", timeout: float | None = None
-    ) -> Response:
+    async def wait_response(self, rid: Any, *, method: str = "request", timeout: float | None = None) -> Response:
         key = jsonrpc.id_key(rid)
         limit = self.timeout if timeout is None else timeout
         with anyio.move_on_after(limit):
@@ -346,16 +350,13 @@ class Peer:
                 if resp is not None:
                     return resp
                 if self.closed.is_set():
-                    raise PeerExited(
-                        f"the peer closed its output before answering {method} (id {rid!r})",
-                        None,
-                        self.stderr_tail(),
-                    )
+                    msg = f"the peer closed its output before answering {method} (id {rid!r})"
+                    self.flag(C_ANSWERED, msg)
+                    raise PeerExited(msg, None, self.stderr_tail())
                 await self._changed.wait()
-        raise PeerTimeout(
-            f"no response to {method} (id {rid!r}) within {limit:g} s",
-            self.stderr_tail(),
-        )
+        msg = f"no response to {method} (id {rid!r}) within {limit:g} s"
+        self.flag(C_ANSWERED, msg)
+        raise PeerTimeout(msg, self.stderr_tail())
 
     async def request(
         self,
@@ -406,9 +407,7 @@ class Peer:
             return True
         return False
 
-    async def quiet_for(
-        self, seconds: float, predicate: Callable[[Event], bool], start: int = 0
-    ) -> Event | None:
+    async def quiet_for(self, seconds: float, predicate: Callable[[Event], bool], start: int = 0) -> Event | None:
         """Return the first matching event within ``seconds``, or None if none came."""
         try:
             return await self.wait_for(predicate, timeout=seconds, start=start)
@@ -445,9 +444,7 @@ class Peer:
         return [e for e in self.events if isinstance(e, Violation)]
 
     def notifications(self, method: str | None = None) -> list[Notification]:
-        return [
-            e for e in self.events if isinstance(e, Notification) and (method is None or e.method == method)
-        ]
+        return [e for e in self.events if isinstance(e, Notification) and (method is None or e.method == method)]
 
     def requests(self, method: str | None = None) -> list[Request]:
         return [e for e in self.events if isinstance(e, Request) and (method is None or e.method == method)]

@@ -120,9 +120,7 @@ def _candidates(unstable: bool, start: Path) -> list[tuple[str, Path]]:
     return found
 
 
-def locate_schema(
-    explicit: str | None = None, *, unstable: bool = False, start: Path | None = None
-) -> SchemaSource:
+def locate_schema(explicit: str | None = None, *, unstable: bool = False, start: Path | None = None) -> SchemaSource:
     """Find, load and fingerprint the schema. Raises ``SchemaNotFound`` with a fix."""
     path: Path | None = None
     source = ""

@@ -113,9 +113,7 @@ class SchemaValidator:
             return []
         return self.validate(spec.request, params if has_params else None)
 
-    def check_notification(
-        self, method: str, params: Any, has_params: bool, sender: Role
-    ) -> list[SchemaIssue]:
+    def check_notification(self, method: str, params: Any, has_params: bool, sender: Role) -> list[SchemaIssue]:
         spec = self.methods.get(method)
         if spec is None or spec.notification is None:
             return []
@@ -153,11 +151,7 @@ def _descend(err: Any) -> Any:
         leaves = [e for errs in branches.values() for e in errs]
         if leaves and all(_is_tag_failure(e, depth) for e in leaves):
             values = sorted(
-                {
-                    str(v)
-                    for e in leaves
-                    for v in (e.validator_value if e.validator == "enum" else [e.validator_value])
-                }
+                {str(v) for e in leaves for v in (e.validator_value if e.validator == "enum" else [e.validator_value])}
             )
             err.message = f"{err.instance!r} is not one of {values}"
             return err
@@ -165,8 +159,7 @@ def _descend(err: Any) -> Any:
         matched = [
             errs
             for b, errs in branches.items()
-            if b not in tagged
-            and not all(e.validator == "type" and e.validator_value == "null" for e in errs)
+            if b not in tagged and not all(e.validator == "type" and e.validator_value == "null" for e in errs)
         ]
         if len(matched) == 1:
             err = max(matched[0], key=lambda e: len(e.absolute_path))

@@ -23,6 +23,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
+from acp_conformance._util import single_exception
 from acp_conformance.errors import ConfigurationError, PeerExited
 
 __all__ = ["ProcessTransport", "descendants", "parse_command", "spawn"]
@@ -172,19 +173,20 @@ class ProcessTransport:
         """Close stdin, wait, SIGTERM the group, wait, SIGKILL everything."""
         self.snapshot_descendants()
         await self.close_output()
-        if await self._wait(grace):
+        if await self.wait_exit(grace):
             self._kill_stragglers()
             return self.returncode
         self.snapshot_descendants()
         self._signal_all(signal.SIGTERM)
-        if not await self._wait(grace):
+        if not await self.wait_exit(grace):
             self.snapshot_descendants()
             self._signal_all(signal.SIGKILL)
-            await self._wait(grace)
+            await self.wait_exit(grace)
         self._kill_stragglers()
         return self.returncode
 
-    async def _wait(self, timeout: float) -> bool:
+    async def wait_exit(self, timeout: float) -> bool:
+        """True if the process exited within ``timeout`` seconds."""
         with anyio.move_on_after(timeout):
             await self.process.wait()
             return True
@@ -252,8 +254,7 @@ async def spawn(
         )
     except FileNotFoundError:
         raise ConfigurationError(
-            f"cannot start peer: {argv[0]!r} not found (command: {shlex.join(argv)}); check the "
-            "command and PATH"
+            f"cannot start peer: {argv[0]!r} not found (command: {shlex.join(argv)}); check the command and PATH"
         ) from None
     except PermissionError:
         raise ConfigurationError(f"cannot start peer: {argv[0]!r} is not executable") from None
@@ -268,6 +269,8 @@ async def spawn(
                 with anyio.CancelScope(shield=True):
                     await transport.terminate(grace)
                 tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise single_exception(group) from None
     finally:
         with anyio.CancelScope(shield=True), anyio.move_on_after(grace):
             await process.aclose()

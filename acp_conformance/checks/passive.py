@@ -1,0 +1,113 @@
+"""Clauses judged on every transcript, whatever the test was about."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from acp_conformance.clauses import registry
+from acp_conformance.results import ClauseResult, Status
+from acp_conformance.transcript import Entry, Transcript
+
+__all__ = ["PASSIVE_CLAUSES", "passive_results"]
+
+Predicate = Callable[[list[Entry]], bool]
+
+
+def _any_frame(entries: list[Entry]) -> bool:
+    return bool(entries)
+
+
+def _responses(entries: list[Entry]) -> list[dict[str, Any]]:
+    return [
+        e.message for e in entries if isinstance(e.message, dict) and "id" in e.message and "method" not in e.message
+    ]
+
+
+def _any_response(entries: list[Entry]) -> bool:
+    return bool(_responses(entries))
+
+
+def _any_error(entries: list[Entry]) -> bool:
+    return any("error" in m for m in _responses(entries))
+
+
+def _updates_of(*kinds: str) -> Predicate:
+    def pred(entries: list[Entry]) -> bool:
+        for e in entries:
+            m = e.message
+            if isinstance(m, dict) and m.get("method") == "session/update":
+                u = (m.get("params") or {}).get("update") if isinstance(m.get("params"), dict) else None
+                if isinstance(u, dict) and (not kinds or u.get("sessionUpdate") in kinds):
+                    return True
+        return False
+
+    return pred
+
+
+def _inbound_method(method: str) -> Predicate:
+    return lambda entries: any(e.method == method for e in entries)
+
+
+#: clause id -> (roles of the peer it is judged for, "was it exercised?")
+PASSIVE_CLAUSES: dict[str, tuple[tuple[str, ...], Predicate]] = {
+    "transport.utf8": (("agent", "client"), _any_frame),
+    "transport.stdio.newline-delimited": (("agent", "client"), _any_frame),
+    "transport.stdio.one-message-per-line": (("agent", "client"), _any_frame),
+    "transport.stdio.stdout-clean": (("agent",), _any_frame),
+    "transport.stdio.stdin-clean": (("client",), _any_frame),
+    "jsonrpc.version-field": (("agent", "client"), _any_frame),
+    "jsonrpc.response-id-echo": (("agent", "client"), _any_response),
+    "jsonrpc.result-xor-error": (("agent", "client"), _any_response),
+    "jsonrpc.no-duplicate-response": (("agent", "client"), _any_response),
+    "jsonrpc.every-request-answered": (("agent", "client"), _any_response),
+    "jsonrpc.error-object": (("agent", "client"), _any_error),
+    "schema.valid": (("agent", "client"), _any_frame),
+    "update.discriminator": (("agent",), _updates_of()),
+    "prompt.updates.session-id": (("agent",), _updates_of()),
+    "update.chunk.shape": (("agent",), _updates_of("user_message_chunk", "agent_message_chunk", "agent_thought_chunk")),
+    "update.tool-call.shape": (("agent",), _updates_of("tool_call")),
+    "update.tool-call-update.shape": (("agent",), _updates_of("tool_call_update")),
+    "update.plan.shape": (("agent",), _updates_of("plan")),
+    "update.commands.shape": (("agent",), _updates_of("available_commands_update")),
+    "update.current-mode.shape": (("agent",), _updates_of("current_mode_update")),
+    "update.config-option.shape": (("agent",), _updates_of("config_option_update")),
+    "update.session-info.shape": (("agent",), _updates_of("session_info_update")),
+    "update.usage.shape": (("agent",), _updates_of("usage_update")),
+    "perm.request.shape": (("agent",), _inbound_method("session/request_permission")),
+    "fs.read.shape": (("agent",), _inbound_method("fs/read_text_file")),
+    "fs.write.shape": (("agent",), _inbound_method("fs/write_text_file")),
+    "term.create.shape": (("agent",), _inbound_method("terminal/create")),
+}
+
+
+def passive_results(transcript: Transcript, peer_role: str, *, excerpt_lines: int = 40) -> list[ClauseResult]:
+    """Judge ``transcript`` (of a peer playing ``peer_role``) on the passive clauses."""
+    reg = registry()
+    inbound = [e for e in transcript.entries if e.direction == "in"]
+    out: list[ClauseResult] = []
+    failed: set[str] = set()
+    for v in transcript.violations:
+        if v.clause_id not in reg:
+            raise ValueError(f"internal error: violation names unknown clause {v.clause_id!r}")
+        clause = reg.get(v.clause_id)
+        if not clause.applies_to(peer_role):
+            continue
+        hard = v.severity == "error" and clause.mandatory
+        status = Status.FAIL if hard else Status.WARN
+        evidence_entries = [e for e in transcript.entries if v in e.violations]
+        out.append(
+            ClauseResult(
+                v.clause_id,
+                status,
+                v.message,
+                transcript.excerpt(evidence_entries, last=excerpt_lines),
+            )
+        )
+        failed.add(v.clause_id)
+    for clause_id, (roles, exercised) in PASSIVE_CLAUSES.items():
+        if clause_id in failed or peer_role not in roles or clause_id not in reg:
+            continue
+        if exercised(inbound):
+            out.append(ClauseResult(clause_id, Status.PASS, f"{len(inbound)} inbound frame(s) checked"))
+    return out

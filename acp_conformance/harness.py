@@ -1,0 +1,199 @@
+"""Running one agent under test: process, client endpoint, evidence.
+
+The ``AgentHarness`` is what a conformance test holds.  Each
+``connect()`` starts the agent afresh (its own process group, a sandbox
+directory as session cwd), wires a ``ClientEndpoint`` to it, and on the
+way out tears the process down and turns the transcript into clause
+results.  MUST-level violations found in the transcript fail the test
+there and then, naming the clause; SHOULD-level ones become warnings.
+
+No pytest here: the plugin wraps this, and other tools (the mock client
+CLI, the recording proxy) can drive it directly.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acp_conformance.checks import passive_results
+from acp_conformance.clauses import registry
+from acp_conformance.client import ClientCapabilities, ClientEndpoint, PermissionPolicy, Sandbox, VirtualTerminals
+from acp_conformance.core.connection import Role
+from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
+from acp_conformance.errors import ConformanceFailure
+from acp_conformance.peer import Peer
+from acp_conformance.results import ClauseResult, Status
+from acp_conformance.transcript import Transcript, redactor
+from acp_conformance.transport.process import ProcessTransport, spawn
+from acp_conformance.validation import SchemaValidator
+
+__all__ = ["AcpSpecWarning", "AgentConfig", "AgentHarness", "Connection"]
+
+
+class AcpSpecWarning(UserWarning):
+    """A SHOULD-level recommendation the peer does not follow."""
+
+
+@dataclass
+class AgentConfig:
+    """How to start and talk to the agent under test (from the CLI options)."""
+
+    command: str
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    timeout: float = 10.0
+    startup_timeout: float = 20.0
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    prompt: str = "Hello! Please reply with a short greeting."
+    tool_prompt: str = "acp:tool Please create a file named acp-probe.txt containing 'hello' using your tools."
+    auth_method: str | None = None
+
+
+@dataclass
+class Connection:
+    """One started agent process and what we saw of it."""
+
+    client: ClientEndpoint
+    transport: ProcessTransport
+    transcript: Transcript
+    sandbox: Sandbox
+
+    @property
+    def peer(self) -> Peer:
+        return self.client.peer
+
+    def stderr_tail(self, n: int = 20) -> list[str]:
+        return list(self.transport.stderr_tail)[-n:]
+
+
+class AgentHarness:
+    """One test's view of the agent under test."""
+
+    def __init__(self, config: AgentConfig, validator: SchemaValidator, workdir: str | os.PathLike[str]) -> None:
+        self.config = config
+        self.validator = validator
+        self.workdir = Path(workdir)
+        self.results: list[ClauseResult] = []
+        self.connections: list[Connection] = []
+        self.peer_info: dict[str, Any] | None = None
+        self.body_completed = False
+        self._n = 0
+
+    # -------------------------------------------------------------- results
+    def record(self, clause: str, status: Status, message: str = "", evidence: str = "") -> None:
+        self.results.append(ClauseResult(clause, status, message, evidence))
+
+    def check(self, clause: str, ok: bool, expected: str, actual: str) -> bool:
+        """Judge ``clause``: PASS, or for a MUST a ``ConformanceFailure`` that
+        stops the test; for a SHOULD/MAY a WARN and an ``AcpSpecWarning``
+        (the test goes on: a recommendation missed is not a failure)."""
+        if ok:
+            self.record(clause, Status.PASS, expected)
+            return True
+        if registry().get(clause).mandatory:
+            raise ConformanceFailure(clause, expected, actual)
+        message = f"expected {expected}; observed {actual}"
+        self.record(clause, Status.WARN, message, self.evidence())
+        warnings.warn(AcpSpecWarning(f"[{clause}] {message}"), stacklevel=2)
+        return False
+
+    def evidence(self, conn: Connection | None = None, last: int = 40) -> str:
+        conn = conn or (self.connections[-1] if self.connections else None)
+        if conn is None:
+            return ""
+        text = conn.transcript.excerpt(last=last)
+        tail = conn.stderr_tail()
+        if tail:
+            redact = redactor()
+            text += "\n--- agent stderr (last lines) ---\n" + "\n".join(redact(line) for line in tail)
+        return text
+
+    # ------------------------------------------------------------ connecting
+    @asynccontextmanager
+    async def connect(
+        self,
+        *,
+        capabilities: ClientCapabilities | None = None,
+        permission: PermissionPolicy | str = "allow_once",
+        initialize: bool = True,
+        protocol_version: Any = 1,
+        terminals: VirtualTerminals | None = None,
+    ) -> AsyncIterator[Connection]:
+        """Start the agent; yield a connected (by default initialized) client."""
+        self._n += 1
+        sandbox_dir = self.workdir / f"session-{self._n}"
+        sandbox_dir.mkdir(parents=True, exist_ok=True)
+        sandbox = Sandbox(sandbox_dir)
+        transcript = Transcript(label=self.config.command)
+
+        def on_stderr(line: str) -> None:
+            transcript.add("stderr", line)
+
+        cwd = self.config.cwd or tempfile.gettempdir()
+        async with spawn(self.config.command, env=self.config.env, cwd=cwd, on_stderr=on_stderr) as transport:
+            peer = Peer(
+                transport,
+                Role.CLIENT,
+                validator=self.validator,
+                transcript=transcript,
+                timeout=self.config.timeout,
+                max_frame_bytes=self.config.max_frame_bytes,
+                stderr_tail=lambda: list(transport.stderr_tail),
+            )
+            client = ClientEndpoint(
+                peer,
+                capabilities=capabilities,
+                sandbox=sandbox,
+                permission=permission,
+                terminals=terminals,
+            )
+            conn = Connection(client, transport, transcript, sandbox)
+            self.connections.append(conn)
+            async with peer:
+                failed = True
+                try:
+                    if initialize:
+                        result = await peer.request(
+                            "initialize",
+                            {
+                                "protocolVersion": protocol_version,
+                                "clientCapabilities": client.capabilities.to_wire(),
+                                "clientInfo": client.client_info,
+                            },
+                            timeout=self.config.startup_timeout,
+                        )
+                        client.init_result = result if isinstance(result, dict) else {}
+                        self._remember_peer(client.init_result)
+                        if self.config.auth_method:
+                            await peer.request("authenticate", {"methodId": self.config.auth_method})
+                    yield conn
+                    failed = False
+                finally:
+                    # Judge the transcript even when the test body failed: the
+                    # violations are evidence either way.
+                    found = passive_results(transcript, "agent")
+                    self.results.extend(found)
+            if not failed:
+                hard = [r for r in found if r.status is Status.FAIL]
+                if hard:
+                    first = hard[0]
+                    # The body's own checks all passed; only the stream-level
+                    # clauses found here failed (see the plugin's bookkeeping).
+                    self.body_completed = True
+                    raise ConformanceFailure(first.clause, "a conforming stream", first.message)
+
+    def _remember_peer(self, init: dict[str, Any]) -> None:
+        if self.peer_info is None:
+            self.peer_info = {
+                "info": init.get("agentInfo"),
+                "capabilities": init.get("agentCapabilities"),
+                "protocolVersion": init.get("protocolVersion"),
+                "authMethods": init.get("authMethods"),
+            }

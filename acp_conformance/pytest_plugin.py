@@ -1,0 +1,311 @@
+"""The pytest plugin: options, the ``clause`` marker, fixtures, reporting.
+
+Hooks only; protocol logic lives below.  Registered through the
+``pytest11`` entry point, so ``pip install acp-conformance`` is all it
+takes for ``pytest --acp-agent="<command>"`` to collect the bundled agent
+suite from any directory.  Without ``--acp-agent`` the plugin stays out
+of the way (it only registers its options and marker).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_conformance.clauses import registry
+from acp_conformance.errors import AcpError, ConfigurationError, ConformanceFailure, PeerError
+from acp_conformance.harness import AgentConfig, AgentHarness
+from acp_conformance.reporting import RunResults, TestRecord
+from acp_conformance.results import ClauseResult, Status
+from acp_conformance.schema import locate_schema
+from acp_conformance.suite._support import INCONCLUSIVE, NOT_APPLICABLE
+from acp_conformance.suite_bindings import checked_clauses, passive_clauses, suite_dir
+from acp_conformance.validation import SchemaValidator
+
+_STATE = pytest.StashKey["AcpState"]()
+_CALL = pytest.StashKey[tuple[str, BaseException | None]]()
+
+
+class AcpState:
+    """Per-process state: parsed options, the schema, the compiled validator."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        opt = config.getoption
+        command: str = opt("acp_agent")
+        env: dict[str, str] = {}
+        for item in opt("acp_agent_env") or []:
+            key, sep, value = item.partition("=")
+            if not sep or not key:
+                raise pytest.UsageError(f"--acp-agent-env expects KEY=VALUE, got {item!r}")
+            env[key] = value
+        cwd = opt("acp_agent_cwd")
+        if cwd and not Path(cwd).is_dir():
+            raise pytest.UsageError(f"--acp-agent-cwd {cwd!r} is not a directory")
+        for name in ("acp_timeout", "acp_startup_timeout"):
+            if opt(name) <= 0:
+                raise pytest.UsageError(f"--{name.replace('_', '-')} must be positive, got {opt(name)}")
+        if opt("acp_max_frame_bytes") < 1024:
+            raise pytest.UsageError("--acp-max-frame-bytes must be at least 1024")
+        _preflight(command, env, cwd)
+        try:
+            self.schema = locate_schema(opt("acp_schema"), unstable=opt("acp_unstable"), start=Path.cwd())
+        except ConfigurationError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.validator = SchemaValidator(self.schema.data)
+        self.agent = AgentConfig(
+            command=command,
+            env=env,
+            cwd=cwd,
+            timeout=opt("acp_timeout"),
+            startup_timeout=opt("acp_startup_timeout"),
+            max_frame_bytes=opt("acp_max_frame_bytes"),
+            prompt=opt("acp_prompt"),
+            tool_prompt=opt("acp_tool_prompt"),
+            auth_method=opt("acp_auth_method"),
+        )
+        self.clauses: list[str] = list(opt("acp_clause") or [])
+        reg = registry()
+        for cid in self.clauses:
+            try:
+                reg.get(cid)
+            except ConfigurationError as exc:
+                raise pytest.UsageError(f"--acp-clause: {exc}") from None
+
+
+def _preflight(command: str, env: dict[str, str], cwd: str | None) -> None:
+    """Reject a command that cannot possibly start, before any test runs."""
+    try:
+        argv = shlex.split(command)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--acp-agent: cannot parse {command!r}: {exc}") from None
+    if not argv:
+        raise pytest.UsageError("--acp-agent is empty")
+    exe = argv[0]
+    path = env.get("PATH", os.environ.get("PATH"))
+    if os.sep in exe:
+        candidate = Path(cwd or ".", exe) if not os.path.isabs(exe) else Path(exe)
+        if not candidate.exists():
+            raise pytest.UsageError(f"--acp-agent: {exe!r} does not exist (command: {command})")
+    elif shutil.which(exe, path=path) is None:
+        raise pytest.UsageError(
+            f"--acp-agent: command {exe!r} not found on PATH (command: {command}). Install it or give the full path."
+        )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("acp", "ACP conformance (acp-conformance)")
+    g.addoption("--acp-agent", metavar="COMMAND", help="certify the ACP agent started by this shell-style command")
+    g.addoption(
+        "--acp-agent-env", metavar="KEY=VAL", action="append", default=[], help="extra environment (repeatable)"
+    )
+    g.addoption("--acp-agent-cwd", metavar="DIR", help="working directory of the agent process")
+    g.addoption("--acp-timeout", type=float, default=10.0, help="deadline in seconds for each wait (default 10)")
+    g.addoption(
+        "--acp-startup-timeout", type=float, default=20.0, help="deadline for the initialize answer (default 20)"
+    )
+    g.addoption("--acp-schema", metavar="PATH", help="official ACP schema.json (or its directory)")
+    g.addoption("--acp-unstable", action="store_true", help="validate against the unstable schema")
+    g.addoption("--acp-report-json", metavar="PATH", help="write the per-clause JSON report (Markdown beside it)")
+    g.addoption("--acp-clause", metavar="ID", action="append", default=[], help="run only tests bound to ID")
+    g.addoption(
+        "--acp-max-frame-bytes", type=int, default=64 * 1024 * 1024, help="longest accepted frame (default 64 MiB)"
+    )
+    g.addoption(
+        "--acp-prompt", default=AgentConfig.prompt, help="prompt text used for plain prompt turns (steer real agents)"
+    )
+    g.addoption(
+        "--acp-tool-prompt",
+        default=AgentConfig.tool_prompt,
+        help="prompt meant to make the agent use a tool / ask permission",
+    )
+    g.addoption("--acp-auth-method", metavar="ID", help="authenticate with this method id after initialize")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "clause(*ids): the ACP clause ids this test checks")
+    if not config.getoption("acp_agent"):
+        return
+    state = AcpState(config)
+    config.stash[_STATE] = state
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args = [str(suite_dir("agent"))]
+    if not hasattr(config, "workerinput"):
+        reporter = Reporter(config, state)
+        config.pluginmanager.register(reporter, "acp-conformance-reporter")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    state = config.stash.get(_STATE, None)
+    if state is None:
+        return None
+    s = state.schema
+    return [
+        f"acp agent: {state.agent.command}",
+        f"acp schema: {s.version} from {s.source} {s.path} (sha256 {s.sha256[:12]})",
+    ]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reg = registry()
+    for item in items:
+        for mark in item.iter_markers("clause"):
+            for cid in mark.args:
+                if cid not in reg:
+                    try:
+                        reg.get(cid)
+                    except ConfigurationError as exc:
+                        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.clause: {exc}") from None
+    state = config.stash.get(_STATE, None)
+    if state is None or not state.clauses:
+        return
+    wanted = set(state.clauses)
+    keep, drop = [], []
+    for item in items:
+        ids = {cid for m in item.iter_markers("clause") for cid in m.args}
+        (keep if ids & wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture
+def acp_agent(request: pytest.FixtureRequest, tmp_path: Path) -> AgentHarness:
+    """The agent under test: ``async with acp_agent.connect() as conn: ...``."""
+    state = request.config.stash.get(_STATE, None)
+    if state is None:
+        pytest.skip("no --acp-agent given")
+    harness = AgentHarness(state.agent, state.validator, tmp_path)
+    request.node.stash[_HARNESS] = harness
+    return harness
+
+
+_HARNESS = pytest.StashKey[AgentHarness]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    rep: pytest.TestReport = outcome.get_result()
+    harness = item.stash.get(_HARNESS, None)
+    if harness is None:
+        return
+    if call.when == "call" or (call.when == "setup" and rep.outcome != "passed"):
+        exc = call.excinfo.value if call.excinfo is not None else None
+        item.stash[_CALL] = (rep.outcome, exc)
+        if rep.failed:
+            evidence = harness.evidence()
+            if evidence:
+                rep.sections.append(("acp transcript (most recent last)", evidence))
+    if call.when != "teardown":
+        return
+    status, exc = item.stash.get(_CALL, ("error", None))
+    results = _test_results(item, harness, status, exc)
+    rep.user_properties.append(("acp_results", [r.to_json() for r in results]))
+    if harness.peer_info is not None:
+        rep.user_properties.append(("acp_peer", harness.peer_info))
+
+
+def _test_results(
+    item: pytest.Item, harness: AgentHarness, outcome: str, exc: BaseException | None
+) -> list[ClauseResult]:
+    results = list(harness.results)
+    explicit = {r.clause for r in results}
+    marked = [cid for m in item.iter_markers("clause") for cid in m.args]
+    evidence = harness.evidence()
+    if isinstance(exc, ConformanceFailure):
+        results.append(
+            ClauseResult(exc.clause_id, Status.FAIL, f"expected {exc.expected}; observed {exc.actual}", evidence)
+        )
+        explicit.add(exc.clause_id)
+    for cid in marked:
+        if cid in explicit:
+            continue
+        if outcome == "passed" or (isinstance(exc, ConformanceFailure) and harness.body_completed):
+            results.append(ClauseResult(cid, Status.PASS, "check passed"))
+        elif outcome == "skipped":
+            msg = str(getattr(exc, "msg", exc) or "")
+            if msg.startswith(NOT_APPLICABLE):
+                results.append(ClauseResult(cid, Status.NOT_APPLICABLE, msg[len(NOT_APPLICABLE) :]))
+            elif msg.startswith(INCONCLUSIVE):
+                results.append(ClauseResult(cid, Status.INCONCLUSIVE, msg[len(INCONCLUSIVE) :]))
+            else:
+                results.append(ClauseResult(cid, Status.NOT_TESTED, msg or "skipped"))
+        elif isinstance(exc, ConformanceFailure):
+            results.append(ClauseResult(cid, Status.INCONCLUSIVE, f"not reached: the test stopped at {exc.clause_id}"))
+        else:
+            results.append(ClauseResult(cid, Status.FAIL, _describe(exc), evidence))
+    return results
+
+
+def _describe(exc: BaseException | None) -> str:
+    if exc is None:
+        return "the test did not complete"
+    if isinstance(exc, PeerError):
+        tail = "; ".join(exc.stderr_tail[-5:])
+        return f"{exc.message}" + (f" (agent stderr: {tail})" if tail else "")
+    if isinstance(exc, AcpError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Reporter:
+    """Controller-side: collects per-test results, writes reports, sets the exit status."""
+
+    def __init__(self, config: pytest.Config, state: AcpState) -> None:
+        self.config = config
+        self.state = state
+        self.run = RunResults(
+            registry=registry(),
+            role="agent",
+            command=state.agent.command,
+            checked=checked_clauses("agent"),
+            passive=passive_clauses("agent"),
+            schema=state.schema.describe(),
+            selection=", ".join(state.clauses) or None,
+        )
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        props = dict(report.user_properties)
+        raw = props.get("acp_results")
+        if raw is None:
+            return
+        results = [ClauseResult.from_json(r) for r in raw]
+        if self.run.peer is None and props.get("acp_peer"):
+            self.run.peer = props["acp_peer"]
+        outcome = "passed"
+        for r in results:
+            if r.status is Status.FAIL:
+                outcome = "failed"
+        self.run.add(TestRecord(report.nodeid, outcome, results))
+        # Keep --junitxml readable: clause ids and statuses, not evidence blobs.
+        report.user_properties = [(k, v) for k, v in report.user_properties if k not in ("acp_results", "acp_peer")]
+        for r in results:
+            report.user_properties.append(("acp_clause", f"{r.clause}={r.status.value}"))
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        path = self.config.getoption("acp_report_json")
+        if path:
+            import orjson
+
+            out = Path(path)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(orjson.dumps(self.run.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+            out.with_suffix(".md").write_text(self.run.to_markdown() + "\n", "utf-8")
+        if not self.run.verdict()["conformant"] and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.section("ACP conformance (per clause)")
+        for line in self.run.terminal_lines():
+            terminalreporter.write_line(line)
+        path = self.config.getoption("acp_report_json")
+        if path:
+            terminalreporter.write_line(f"reports: {path} and {Path(path).with_suffix('.md')}")

@@ -1,0 +1,242 @@
+"""Folding per-test clause results into a per-clause verdict, and writing it.
+
+Nothing here knows about pytest: the plugin feeds ``RunResults`` with the
+results each test produced and asks for JSON, Markdown and terminal lines.
+
+The verdict (also in the README): the peer is **conformant** iff no
+*applicable*, *checked*, mandatory (MUST / MUST NOT) clause is FAIL or
+NOT_TESTED.  Applicable: the clause constrains the peer's role (or both
+roles) and is observable on the wire.  Checked: this suite version has a
+check bound to it; clauses it does not check yet are listed as coverage
+gaps and never counted as passing.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_conformance.clauses import Clause, Registry
+from acp_conformance.results import ClauseResult, Status, combine
+
+__all__ = ["RunResults", "TestRecord"]
+
+
+@dataclass
+class TestRecord:
+    """What one test contributed."""
+
+    nodeid: str
+    outcome: str  # passed / failed / skipped / error
+    results: list[ClauseResult]
+
+
+@dataclass
+class RunResults:
+    """Everything a report needs, accumulated during a run."""
+
+    registry: Registry
+    role: str
+    command: str
+    checked: set[str]
+    passive: set[str] = field(default_factory=set)
+    schema: dict[str, Any] = field(default_factory=dict)
+    peer: dict[str, Any] | None = None
+    tests: list[TestRecord] = field(default_factory=list)
+    selection: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def add(self, record: TestRecord) -> None:
+        self.tests.append(record)
+
+    # ------------------------------------------------------------- folding
+    def clause_status(self) -> dict[str, tuple[Status, list[tuple[TestRecord, ClauseResult]]]]:
+        by_clause: dict[str, list[tuple[TestRecord, ClauseResult]]] = defaultdict(list)
+        for t in sorted(self.tests, key=lambda t: t.nodeid):
+            for r in t.results:
+                by_clause[r.clause].append((t, r))
+        out: dict[str, tuple[Status, list[tuple[TestRecord, ClauseResult]]]] = {}
+        for clause in self.registry.for_role(self.role):
+            got = by_clause.get(clause.id, [])
+            status = combine([self._adjust(clause, r.status) for _, r in got])
+            if not got and clause.id in self.passive and self.tests:
+                # Judged on every frame, but no frame of its kind ever came.
+                status = Status.NOT_APPLICABLE
+            out[clause.id] = (status, got)
+        return out
+
+    @staticmethod
+    def _adjust(clause: Clause, status: Status) -> Status:
+        if status is Status.FAIL and not clause.mandatory:
+            return Status.WARN
+        return status
+
+    def verdict(self) -> dict[str, Any]:
+        statuses = self.clause_status()
+        failed, not_tested, gaps, warned = [], [], [], []
+        counts: dict[str, int] = defaultdict(int)
+        for clause in self.registry.for_role(self.role):
+            status, _ = statuses[clause.id]
+            counts[status.value] += 1
+            if clause.untestable:
+                continue
+            if clause.id not in self.checked:
+                gaps.append(clause.id)
+                continue
+            if status is Status.WARN:
+                warned.append(clause.id)
+            if clause.mandatory and status is Status.FAIL:
+                failed.append(clause.id)
+            elif clause.mandatory and status is Status.NOT_TESTED:
+                not_tested.append(clause.id)
+        conformant = not failed and not not_tested and bool(self.tests)
+        return {
+            "conformant": conformant,
+            "failed_mandatory": failed,
+            "not_tested_mandatory": not_tested,
+            "warnings": warned,
+            "coverage_gaps": gaps,
+            "counts": dict(sorted(counts.items())),
+            "tests": len(self.tests),
+            "definition": (
+                "conformant iff no applicable, checked MUST/MUST NOT clause is FAIL or NOT_TESTED "
+                "(applicable: constrains this role and is observable on the wire; checked: this suite "
+                "version has a check for it - the others are listed as coverage_gaps)"
+            ),
+        }
+
+    # -------------------------------------------------------------- output
+    def to_json(self) -> dict[str, Any]:
+        statuses = self.clause_status()
+        clauses = []
+        for clause in self.registry.for_role(self.role):
+            status, got = statuses[clause.id]
+            entry: dict[str, Any] = {
+                "id": clause.id,
+                "area": clause.area,
+                "role": clause.role,
+                "level": clause.level,
+                "status": status.value,
+                "text": clause.text,
+                "reference": clause.reference,
+                "checked": clause.id in self.checked,
+                "tests": [
+                    {
+                        "nodeid": t.nodeid,
+                        "outcome": t.outcome,
+                        "status": self._adjust(clause, r.status).value,
+                        "message": r.message,
+                        **({"evidence": r.evidence} if r.evidence and r.status is not Status.PASS else {}),
+                    }
+                    for t, r in _dedupe(got)
+                ],
+            }
+            if clause.untestable:
+                entry["untestable"] = clause.untestable
+            elif status is Status.NOT_APPLICABLE and not got:
+                entry["not_applicable_reason"] = "judged on every frame, but the peer sent no frame it applies to"
+            elif clause.id not in self.checked:
+                entry["not_tested_reason"] = "no check for this clause in this suite version"
+            clauses.append(entry)
+        peer = {"role": self.role, "command": self.command, "info": None, "capabilities": None}
+        if self.peer:
+            peer.update(self.peer)
+        from acp_conformance import __version__
+
+        return {
+            "tool": {"name": "acp-conformance", "version": __version__},
+            "generated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+            "peer": peer,
+            "schema": self.schema,
+            "selection": self.selection,
+            "verdict": self.verdict(),
+            "clauses": clauses,
+            **self.extra,
+        }
+
+    def to_markdown(self) -> str:
+        data = self.to_json()
+        v = data["verdict"]
+        info = data["peer"].get("info") or {}
+        lines = [
+            f"# ACP conformance report: {self.role} `{self.command}`",
+            "",
+            f"- Peer: {info.get('name', '?')} {info.get('version', '')}".rstrip(),
+            f"- Schema: {self.schema.get('version')} (sha256 {str(self.schema.get('sha256', ''))[:16]}...)",
+            f"- Generated: {data['generated']} by acp-conformance {data['tool']['version']}",
+            f"- Tests run: {v['tests']}" + (f" (selection: {self.selection})" if self.selection else ""),
+            "",
+            f"**Verdict: {'CONFORMANT' if v['conformant'] else 'NOT CONFORMANT'}**",
+            "",
+            "| status | clauses |",
+            "|---|---:|",
+            *[f"| {k} | {n} |" for k, n in v["counts"].items()],
+            "",
+        ]
+        bad = [c for c in data["clauses"] if c["status"] in ("FAIL", "WARN", "INCONCLUSIVE")]
+        if bad:
+            lines += ["## Findings", "", "| clause | level | status | what was observed |", "|---|---|---|---|"]
+            for c in sorted(bad, key=lambda c: (c["status"] != "FAIL", c["status"], c["id"])):
+                msg = next((t["message"] for t in c["tests"] if t["status"] == c["status"]), "")
+                lines.append(f"| `{c['id']}` | {c['level']} | {c['status']} | {_cell(msg)} |")
+            lines.append("")
+        lines += ["## All clauses by area", ""]
+        by_area: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for c in data["clauses"]:
+            by_area[c["area"]].append(c)
+        for area, items in by_area.items():
+            lines += [f"### {area}", "", "| clause | level | status |", "|---|---|---|"]
+            for c in items:
+                status = c["status"]
+                if c.get("untestable"):
+                    status += " (not observable on the wire)"
+                elif not c["checked"]:
+                    status += " (no check yet)"
+                lines.append(f"| `{c['id']}` | {c['level']} | {status} |")
+            lines.append("")
+        return "\n".join(lines)
+
+    def terminal_lines(self) -> list[str]:
+        data = self.to_json()
+        v = data["verdict"]
+        lines: list[str] = []
+        by_area: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+        for c in data["clauses"]:
+            if c["checked"]:
+                by_area[c["area"]][c["status"]] += 1
+        for area, counts in by_area.items():
+            summary = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+            lines.append(f"{area:<14} {summary}")
+        findings = [c for c in data["clauses"] if c["status"] in ("FAIL", "WARN")]
+        if findings:
+            lines.append("")
+        for c in sorted(findings, key=lambda c: (c["status"], c["id"])):
+            msg = next((t["message"] for t in c["tests"] if t["status"] == c["status"]), "")
+            lines.append(f"{c['status']:<5} {c['id']} ({c['level']}): {msg[:200]}")
+        gaps = len(v["coverage_gaps"])
+        lines.append("")
+        lines.append(
+            f"ACP verdict: {'CONFORMANT' if v['conformant'] else 'NOT CONFORMANT'} "
+            f"({len(v['failed_mandatory'])} mandatory FAIL, {len(v['not_tested_mandatory'])} mandatory NOT_TESTED, "
+            f"{len(v['warnings'])} WARN; {gaps} clauses of this role not yet checked by this suite version)"
+        )
+        return lines
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")[:300]
+
+
+def _dedupe(got: list[tuple[TestRecord, ClauseResult]]) -> list[tuple[TestRecord, ClauseResult]]:
+    """One line per (test, status): passive PASSes repeat once per connection."""
+    seen: set[tuple[str, Status, str]] = set()
+    out = []
+    for t, r in got:
+        key = (t.nodeid, r.status, r.message if r.status is not Status.PASS else "")
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((t, r))
+    return out

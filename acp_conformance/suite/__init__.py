@@ -1,0 +1,1 @@
+"""The bundled conformance suites (collected by the plugin, not by our own tests)."""

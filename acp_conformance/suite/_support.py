@@ -1,0 +1,55 @@
+"""Helpers shared by the bundled suites (pytest-facing)."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import pytest
+
+from acp_conformance.client import Turn
+from acp_conformance.harness import AgentHarness, Connection
+
+__all__ = ["inconclusive", "new_session", "not_applicable", "run_turn"]
+
+NOT_APPLICABLE = "NOT_APPLICABLE: "
+INCONCLUSIVE = "INCONCLUSIVE: "
+
+
+def not_applicable(reason: str) -> NoReturn:
+    """The clause does not apply to this peer (capability or feature not offered)."""
+    pytest.skip(NOT_APPLICABLE + reason)
+
+
+def inconclusive(reason: str) -> NoReturn:
+    """The run could not judge the clause (e.g. a race it could not provoke)."""
+    pytest.skip(INCONCLUSIVE + reason)
+
+
+async def new_session(acp: AgentHarness, conn: Connection) -> str:
+    """``session/new`` in the sandbox; a failure here is judged on ``session.new.unique-id``."""
+    resp = await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+    ok = not resp.is_error and isinstance(resp.result, dict) and isinstance(resp.result.get("sessionId"), str)
+    acp.check(
+        "session.new.unique-id",
+        ok,
+        "session/new to succeed with a string sessionId",
+        f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}",
+    )
+    assert isinstance(resp.result, dict)
+    sid: str = resp.result["sessionId"]
+    conn.client.sessions[sid] = resp.result
+    return sid
+
+
+async def run_turn(acp: AgentHarness, conn: Connection, sid: str, prompt: Any) -> Turn:
+    """One prompt turn, with the stop-reason clauses judged on its answer."""
+    turn = await conn.client.prompt(sid, prompt)
+    resp = turn.response
+    assert resp is not None
+    acp.check(
+        "prompt.response.stop-reason",
+        not resp.is_error and isinstance(resp.result, dict) and "stopReason" in resp.result,
+        "session/prompt to end with a result carrying stopReason",
+        f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}",
+    )
+    return turn

@@ -1,0 +1,1 @@
+"""Agent certification: the suite plays the client against the agent under test."""

@@ -1,0 +1,144 @@
+"""initialize: version negotiation and the shape of what the agent advertises."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from acp_conformance.harness import AgentHarness
+
+pytestmark = pytest.mark.anyio
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@pytest.mark.clause(
+    "init.response.protocol-version",
+    "init.version.same-if-supported",
+    "init.response.capabilities",
+    "init.response.agent-info",
+)
+async def test_initialize_v1(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect(initialize=False) as conn:
+        resp = await conn.peer.call(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": conn.client.capabilities.to_wire(),
+                "clientInfo": conn.client.client_info,
+            },
+            timeout=acp_agent.config.startup_timeout,
+        )
+        result = resp.result if isinstance(resp.result, dict) else {}
+        acp_agent.check(
+            "init.response.protocol-version",
+            not resp.is_error and _is_int(result.get("protocolVersion")),
+            "a successful result with an integer protocolVersion",
+            f"error {resp.error!r}" if resp.is_error else f"protocolVersion {result.get('protocolVersion')!r}",
+        )
+        acp_agent.check(
+            "init.version.same-if-supported",
+            result.get("protocolVersion") == 1,
+            "protocolVersion 1 in answer to a v1 client (every ACP v1 agent supports v1)",
+            f"protocolVersion {result.get('protocolVersion')!r}",
+        )
+        caps = result.get("agentCapabilities")
+        acp_agent.check(
+            "init.response.capabilities",
+            caps is None or isinstance(caps, dict),
+            "agentCapabilities to be an object (or omitted, meaning all defaults)",
+            f"agentCapabilities {caps!r}",
+        )
+        info = result.get("agentInfo")
+        acp_agent.check(
+            "init.response.agent-info",
+            isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str),
+            "agentInfo with a name and a version",
+            f"agentInfo {info!r}",
+        )
+
+
+async def _negotiate(acp_agent: AgentHarness, version: int) -> tuple[Any, Any]:
+    async with acp_agent.connect(initialize=False) as conn:
+        resp = await conn.peer.call(
+            "initialize",
+            {"protocolVersion": version, "clientCapabilities": conn.client.capabilities.to_wire()},
+            timeout=acp_agent.config.startup_timeout,
+        )
+        return resp.error if resp.is_error else None, resp.result
+
+
+@pytest.mark.clause("init.version.latest-otherwise")
+async def test_unsupported_future_version_gets_latest(acp_agent: AgentHarness) -> None:
+    """Ask for 999: the answer is a success carrying the agent's newest version, never 999."""
+    error, result = await _negotiate(acp_agent, 999)
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    acp_agent.check(
+        "init.version.latest-otherwise",
+        error is None and _is_int(version) and 1 <= version < 999,
+        "a successful result with the agent's newest supported version (1 for a v1 agent), not 999",
+        f"error {error!r}" if error else f"protocolVersion {version!r}",
+    )
+
+
+@pytest.mark.clause("init.version.latest-otherwise", "init.version.v0")
+async def test_pre_release_version_0_gets_latest(acp_agent: AgentHarness) -> None:
+    """Ask for 0 (the pre-release): success required (v1 has no error for a mismatch)."""
+    error, result = await _negotiate(acp_agent, 0)
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    acp_agent.check(
+        "init.version.latest-otherwise",
+        error is None and _is_int(version),
+        "a successful initialize result (v1 defines no error for a version mismatch)",
+        f"error {error!r}" if error else f"protocolVersion {version!r}",
+    )
+    acp_agent.check(
+        "init.version.v0",
+        _is_int(version) and version >= 1,
+        "the agent's own version (1), since version 0 was a pre-release",
+        f"protocolVersion {version!r}",
+    )
+
+
+@pytest.mark.clause("cap.agent.defaults", "cap.object-presence", "auth.methods.advertised")
+async def test_capability_shapes(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        init = conn.client.init_result or {}
+        caps = init.get("agentCapabilities") or {}
+        flags = {"loadSession": caps.get("loadSession")}
+        for group, names in (
+            ("promptCapabilities", ("image", "audio", "embeddedContext")),
+            ("mcpCapabilities", ("http", "sse")),
+        ):
+            sub = caps.get(group) or {}
+            for name in names:
+                flags[f"{group}.{name}"] = sub.get(name) if isinstance(sub, dict) else sub
+        bad = {k: v for k, v in flags.items() if v is not None and not isinstance(v, bool)}
+        acp_agent.check(
+            "cap.agent.defaults", not bad, "boolean capability flags (absent = false)", f"non-boolean: {bad}"
+        )
+        session_caps = caps.get("sessionCapabilities") or {}
+        odd = {
+            k: v
+            for k, v in (session_caps.items() if isinstance(session_caps, dict) else [])
+            if k != "_meta" and v is not None and not isinstance(v, dict)
+        }
+        acp_agent.check(
+            "cap.object-presence",
+            not odd,
+            "sessionCapabilities entries to be objects (present = supported) or null",
+            f"non-object entries: {odd}",
+        )
+        methods = init.get("authMethods", [])
+        well_formed = isinstance(methods, list) and all(
+            isinstance(m, dict) and isinstance(m.get("id"), str) and isinstance(m.get("name"), str) for m in methods
+        )
+        acp_agent.check(
+            "auth.methods.advertised",
+            well_formed,
+            "authMethods to be an array (default empty) of entries with string id and name",
+            f"authMethods {methods!r}",
+        )

@@ -1,0 +1,102 @@
+"""JSON-RPC 2.0 hygiene: ids, one answer per request, no answers to notifications."""
+
+from __future__ import annotations
+
+import pytest
+
+from acp_conformance.core.events import Response
+from acp_conformance.core.jsonrpc import ErrorCode
+from acp_conformance.harness import AgentHarness
+from acp_conformance.suite._support import new_session, run_turn
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.clause("jsonrpc.unknown-method")
+async def test_unknown_method_gets_method_not_found(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        resp = await conn.peer.call("session/acp_conformance_no_such_method", {"sessionId": "x"}, validate=False)
+        code = resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
+        acp_agent.check(
+            "jsonrpc.unknown-method",
+            code == ErrorCode.METHOD_NOT_FOUND,
+            "error -32601 (Method not found) for a method the agent does not implement",
+            f"error {resp.error!r}" if resp.is_error else f"a result {resp.result!r}",
+        )
+
+
+@pytest.mark.clause("ext.request.unknown")
+async def test_unknown_extension_request_gets_method_not_found(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        resp = await conn.peer.call("_acp_conformance/no_such_extension", {"probe": True})
+        code = resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
+        acp_agent.check(
+            "ext.request.unknown",
+            code == ErrorCode.METHOD_NOT_FOUND,
+            "error -32601 for an unrecognised _-prefixed request",
+            f"error {resp.error!r}" if resp.is_error else f"a result {resp.result!r}",
+        )
+
+
+@pytest.mark.clause("jsonrpc.response-id-echo", "jsonrpc.id-types")
+async def test_string_and_zero_ids_are_echoed(acp_agent: AgentHarness) -> None:
+    """Our first request uses id 0, then a string id: both must come back unchanged in type and value."""
+    async with acp_agent.connect() as conn:  # initialize went out with id 0
+        first = conn.peer.events
+        zero = next((e for e in first if isinstance(e, Response) and e.method == "initialize"), None)
+        acp_agent.check(
+            "jsonrpc.response-id-echo",
+            zero is not None and zero.id == 0 and isinstance(zero.id, int),
+            "the initialize response to carry id 0 (an integer)",
+            f"id {zero.id!r}" if zero else "no response matched id 0",
+        )
+        resp = await conn.peer.call(
+            "session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []}, id="acp-conformance-id-1"
+        )
+        acp_agent.check(
+            "jsonrpc.id-types",
+            resp.id == "acp-conformance-id-1",
+            'a response to the string id "acp-conformance-id-1"',
+            f"id {resp.id!r}",
+        )
+
+
+@pytest.mark.clause("jsonrpc.every-request-answered", "jsonrpc.no-duplicate-response")
+async def test_every_request_answered_exactly_once(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        sid = await new_session(acp_agent, conn)
+        await run_turn(acp_agent, conn, sid, acp_agent.config.prompt)
+        # A later round trip flushes any duplicate answer the agent might still send.
+        await new_session(acp_agent, conn)
+        pending = conn.peer.conn.pending_outgoing
+        acp_agent.check(
+            "jsonrpc.every-request-answered",
+            not pending,
+            "every request answered",
+            f"unanswered: {pending}",
+        )
+
+
+@pytest.mark.clause("jsonrpc.notification-no-response", "ext.notification.ignore")
+async def test_notifications_get_no_response(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        sid = await new_session(acp_agent, conn)
+        mark = len(conn.peer.events)
+        await conn.peer.notify("session/cancel", {"sessionId": sid})  # idle session: nothing to cancel
+        await conn.peer.notify("_acp_conformance/notice", {"probe": True})
+        # Two full round trips after the notifications: any answer to them would precede these.
+        await new_session(acp_agent, conn)
+        await new_session(acp_agent, conn)
+        stray = [e for e in conn.peer.events[mark:] if isinstance(e, Response) and e.method is None]
+        acp_agent.check(
+            "jsonrpc.notification-no-response",
+            not stray,
+            "no response to session/cancel or to an unknown _-notification",
+            f"response(s) with id {[e.id for e in stray]}",
+        )
+        acp_agent.check(
+            "ext.notification.ignore",
+            not stray and not conn.peer.closed.is_set(),
+            "the unknown _-notification to be ignored (no answer, connection alive)",
+            "the agent answered or closed the connection",
+        )

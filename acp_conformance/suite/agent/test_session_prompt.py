@@ -1,0 +1,106 @@
+"""session/new and a basic prompt turn, with every update judged."""
+
+from __future__ import annotations
+
+import pytest
+
+from acp_conformance.core.events import Notification
+from acp_conformance.harness import AgentHarness
+from acp_conformance.suite._support import new_session, run_turn
+
+pytestmark = pytest.mark.anyio
+
+STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
+TURN_OUTPUT = {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
+
+
+@pytest.mark.clause("session.new.unique-id")
+async def test_session_ids_are_unique(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        ids = [await new_session(acp_agent, conn) for _ in range(3)]
+        acp_agent.check("session.new.unique-id", len(set(ids)) == 3, "three distinct sessionIds", f"{ids}")
+
+
+@pytest.mark.clause("mode.state.shape")
+async def test_session_modes_are_consistent(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        sid = await new_session(acp_agent, conn)
+        modes = conn.client.sessions[sid].get("modes")
+        if modes is None:
+            from acp_conformance.suite._support import not_applicable
+
+            not_applicable("session/new returned no modes")
+        ids = [m.get("id") for m in modes.get("availableModes", []) if isinstance(m, dict)]
+        acp_agent.check(
+            "mode.state.shape",
+            modes.get("currentModeId") in ids,
+            "currentModeId to be one of availableModes",
+            f"currentModeId {modes.get('currentModeId')!r}, available {ids}",
+        )
+
+
+@pytest.mark.clause(
+    "prompt.response.stop-reason",
+    "prompt.stop-reason.enum",
+    "prompt.updates.session-id",
+    "content.text.baseline",
+)
+async def test_basic_prompt_turn(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        sid = await new_session(acp_agent, conn)
+        turn = await conn.client.prompt(sid, acp_agent.config.prompt)
+        resp = turn.response
+        assert resp is not None
+        acp_agent.check(
+            "content.text.baseline",
+            not resp.is_error,
+            "a prompt made of one text block to be accepted (answered with a result)",
+            f"error {resp.error!r}",
+        )
+        acp_agent.check(
+            "prompt.response.stop-reason",
+            isinstance(resp.result, dict) and "stopReason" in resp.result,
+            "a result carrying stopReason",
+            f"result {resp.result!r}",
+        )
+        acp_agent.check(
+            "prompt.stop-reason.enum",
+            turn.stop_reason in STOP_REASONS,
+            f"stopReason in {sorted(STOP_REASONS)}",
+            f"stopReason {turn.stop_reason!r}",
+        )
+        foreign = [
+            n.params
+            for n in conn.peer.notifications("session/update")
+            if not (isinstance(n.params, dict) and n.params.get("sessionId") == sid)
+        ]
+        acp_agent.check(
+            "prompt.updates.session-id",
+            not foreign,
+            f"every session/update to name the session {sid!r}",
+            f"updates for other sessions: {foreign[:3]}",
+        )
+
+
+@pytest.mark.clause("prompt.updates.before-response")
+async def test_no_turn_output_after_the_response(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        sid = await new_session(acp_agent, conn)
+        turn = await run_turn(acp_agent, conn, sid, acp_agent.config.prompt)
+        await new_session(acp_agent, conn)  # a round trip: late output would precede its answer
+        late = [
+            e
+            for e in conn.peer.events[turn.end_event :]
+            if isinstance(e, Notification)
+            and e.method == "session/update"
+            and isinstance(e.params, dict)
+            and e.params.get("sessionId") == sid
+            and isinstance(e.params.get("update"), dict)
+            and e.params["update"].get("sessionUpdate") in TURN_OUTPUT
+        ]
+        acp_agent.check(
+            "prompt.updates.before-response",
+            not late,
+            "all output of the turn before its session/prompt response",
+            f"{len(late)} update(s) after the response, first: {late[0].params if late else None}",
+        )

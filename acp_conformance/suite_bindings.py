@@ -1,0 +1,50 @@
+"""Which clauses the bundled suite checks (read from its markers, statically).
+
+Computed by importing the suite modules and reading their ``clause``
+marks, so the answer does not depend on test selection or on which xdist
+worker ran what: a clause deselected with ``-k`` is NOT_TESTED, while a
+clause this suite version has no check for is a coverage gap.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+from pathlib import Path
+
+from acp_conformance.checks.passive import PASSIVE_CLAUSES
+
+__all__ = ["bindings", "checked_clauses", "passive_clauses", "suite_dir"]
+
+
+def suite_dir(role: str) -> Path:
+    return Path(__file__).resolve().parent / "suite" / role
+
+
+@cache
+def bindings(role: str) -> dict[str, list[str]]:
+    """clause id -> test function names bound to it, for the ``role`` suite."""
+    package = f"acp_conformance.suite.{role}"
+    pkg = importlib.import_module(package)
+    out: dict[str, list[str]] = {}
+    for info in pkgutil.iter_modules(pkg.__path__):
+        if not info.name.startswith("test_"):
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        for name, obj in vars(module).items():
+            if not name.startswith("test_") or not callable(obj):
+                continue
+            for mark in getattr(obj, "pytestmark", []):
+                if mark.name == "clause":
+                    for cid in mark.args:
+                        out.setdefault(cid, []).append(f"{info.name}::{name}")
+    return out
+
+
+def passive_clauses(role: str) -> set[str]:
+    return {cid for cid, (roles, _) in PASSIVE_CLAUSES.items() if role in roles}
+
+
+def checked_clauses(role: str) -> set[str]:
+    return set(bindings(role)) | passive_clauses(role)
