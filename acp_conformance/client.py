@@ -99,13 +99,17 @@ class Sandbox:
         if real.stat().st_size > MAX_READ_BYTES:
             raise HandlerError(ErrorCode.INVALID_PARAMS, f"file {path} is larger than {MAX_READ_BYTES} bytes")
         try:
-            text = real.read_text("utf-8")
+            text = real.read_bytes().decode("utf-8")
         except UnicodeDecodeError:
             raise HandlerError(ErrorCode.INVALID_PARAMS, f"file {path} is not UTF-8 text") from None
+        except OSError as exc:
+            raise HandlerError(ErrorCode.INTERNAL_ERROR, f"cannot read {path}: {exc.strerror}") from None
         self.reads.append(str(real))
         if line is None and limit is None:
             return text
-        lines = text.splitlines(keepends=True)
+        # Only "\n" ends a line: str.splitlines() would also split on \f, \x85, U+2028...
+        lines = text.split("\n")
+        lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
         start = max(int(line) - 1, 0) if isinstance(line, int) else 0
         end = start + int(limit) if isinstance(limit, int) else len(lines)
         return "".join(lines[start:end])
@@ -114,8 +118,11 @@ class Sandbox:
         if not isinstance(content, str):
             raise HandlerError(ErrorCode.INVALID_PARAMS, "content must be a string")
         real = self.resolve(path)
-        real.parent.mkdir(parents=True, exist_ok=True)
-        real.write_text(content, "utf-8")
+        try:
+            real.parent.mkdir(parents=True, exist_ok=True)
+            real.write_bytes(content.encode("utf-8"))
+        except OSError as exc:
+            raise HandlerError(ErrorCode.INTERNAL_ERROR, f"cannot write {path}: {exc.strerror}") from None
         self.writes.append((str(real), content))
 
 

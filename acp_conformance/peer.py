@@ -15,7 +15,7 @@ client are all a ``Peer`` plus handlers.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -29,13 +29,16 @@ from acp_conformance.core.events import (
     Notification,
     Request,
     Response,
+    Severity,
     Violation,
 )
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
 from acp_conformance.transcript import Entry, Transcript
 from acp_conformance.transport.base import Transport
-from acp_conformance.validation import SchemaValidator, clause_for
+
+if TYPE_CHECKING:  # jsonschema_rs stays off the mocks' start-up path until a frame is validated
+    from acp_conformance.validation import SchemaValidator
 
 __all__ = ["NO_ANSWER", "HandlerError", "Peer", "RequestHandler"]
 
@@ -95,6 +98,9 @@ class Peer:
         self._responses: dict[tuple[str, Any], Response] = {}
         self._stderr_tail = stderr_tail or (lambda: [])
         self._tg: anyio.abc.TaskGroup | None = None
+        #: ``bytes -> bytes`` applied to every outgoing frame (``b""`` drops it):
+        #: how test peers break the wire format on purpose.  ``None`` in normal use.
+        self.wire_filter: Callable[[bytes], bytes] | None = None
         self._send_lock = anyio.Lock()
 
     # --------------------------------------------------------------- lifecycle
@@ -180,6 +186,8 @@ class Peer:
             self.transcript.violation(v, entry)
 
     def _validate_inbound(self, ev: Request | Notification | Response, entry: Entry) -> None:
+        from acp_conformance.validation import clause_for
+
         if isinstance(ev, Response):
             if self.validator is None:
                 return
@@ -263,8 +271,43 @@ class Peer:
         self.transcript.violation(v, entry)
         self.events.append(v)
 
+    def flag(
+        self,
+        clause: str,
+        message: str,
+        *,
+        about: Request | Notification | Response | None = None,
+        severity: Severity = "error",
+    ) -> Violation:
+        """Record a clause violation found by a handler, a wait or a check.
+
+        ``about`` ties it to the inbound frame it concerns, so the transcript
+        shows the evidence next to that frame.
+        """
+        v = Violation(
+            clause,
+            message,
+            severity,
+            about.raw[:200] if about is not None else None,
+            about.index if about is not None else None,
+        )
+        entry = None
+        if about is not None:
+            entry = next((e for e in reversed(self.transcript.entries) if e.raw == about.raw), None)
+        self.transcript.violation(v, entry)
+        self.events.append(v)
+        self._notify()
+        return v
+
     # ----------------------------------------------------------------- writing
     async def _write(self, data: bytes, message: Any = None, *, raw: bool = False) -> None:
+        if self.wire_filter is not None and not raw:
+            # Deliberate damage (broken and hostile test peers): the transcript
+            # records exactly what goes on the wire.
+            data = self.wire_filter(data)
+            if not data:
+                return
+            raw = True
         self.transcript.add("out", data.rstrip(b"\n") if not raw else data, message)
         if raw:
             self.transcript.note("(previous frame sent raw, deliberately)")
@@ -291,6 +334,7 @@ class Peer:
                     validate,
                 )
         rid, data = self.conn.send_request(method, params, id=id)
+        self._responses.pop(jsonrpc.id_key(rid), None)  # an id reused later waits for its own answer
         await self._write(data, _loads(data))
         return rid
 
@@ -431,6 +475,14 @@ class Peer:
                 result = await handler(req)
             except HandlerError as exc:
                 await self.respond_error(req.id, exc.code, exc.message, exc.data)
+                return
+            except (PeerExited, LocalProtocolError):
+                raise
+            except Exception as exc:
+                # A bug in our handler must not take the connection down: the
+                # peer still gets its one answer, and the transcript says why.
+                self.transcript.note(f"internal error in the {req.method} handler: {type(exc).__name__}: {exc}")
+                await self.respond_error(req.id, jsonrpc.ErrorCode.INTERNAL_ERROR, f"internal error: {exc}")
                 return
             if result is NO_ANSWER:
                 return

@@ -237,8 +237,14 @@ def _test_results(
                 results.append(ClauseResult(cid, Status.NOT_TESTED, msg or "skipped"))
         elif isinstance(exc, ConformanceFailure):
             results.append(ClauseResult(cid, Status.INCONCLUSIVE, f"not reached: the test stopped at {exc.clause_id}"))
+        elif isinstance(exc, AcpError):
+            # The peer died, stalled or refused a prerequisite: the clause was not
+            # judged.  The breach itself (e.g. jsonrpc.every-request-answered) is
+            # recorded as a FAIL where it was observed.
+            results.append(ClauseResult(cid, Status.INCONCLUSIVE, f"could not be judged: {_describe(exc)}", evidence))
         else:
-            results.append(ClauseResult(cid, Status.FAIL, _describe(exc), evidence))
+            # A bug in the suite: never let it pass for a verdict.
+            results.append(ClauseResult(cid, Status.NOT_TESTED, f"suite error: {_describe(exc)}", evidence))
     return results
 
 

@@ -117,12 +117,12 @@ class Transcript:
         lines = []
         for e in sorted(extra + chosen, key=lambda x: x.t):
             arrow = {"in": "<-", "out": "->", "stderr": "!!", "note": "##"}[e.direction]
-            body = e.text()
+            body = redact(e.text())  # before truncating: a cut must not expose a secret's prefix
             if len(body) > width:
                 body = body[:width] + f"... ({len(body)} chars)"
-            line = f"{e.t:9.3f} {arrow} {redact(body)}"
+            line = f"{e.t:9.3f} {arrow} {body}"
             for v in e.violations:
-                line += f"\n          ^^ [{v.clause_id}] {v.message}"
+                line += f"\n          ^^ [{v.clause_id}] {redact(v.message)}"
             lines.append(line)
         return "\n".join(lines)
 

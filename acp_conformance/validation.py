@@ -235,7 +235,6 @@ _UPDATE_CLAUSES = {
 }
 
 _DEFINITION_CLAUSES = {
-    "PromptResponse": "prompt.stop-reason.enum",
     "RequestPermissionRequest": "perm.request.shape",
     "RequestPermissionResponse": "perm.response.shape",
     "ReadTextFileRequest": "fs.read.shape",
@@ -266,6 +265,25 @@ def clause_for(issue: SchemaIssue, instance: Any) -> str:
                 return _UPDATE_CLAUSES[kind]
             return "update.discriminator"
         return "prompt.updates.session-id"
-    if issue.definition == "PromptResponse" and not issue.path.startswith("/stopReason"):
+    for definition, prefix, needle, clause in _PATH_CLAUSES:
+        if issue.definition == definition and issue.path.startswith(prefix) and needle in issue.message:
+            return clause
+    if issue.definition == "PromptResponse":
         return GENERIC_SCHEMA_CLAUSE
     return _DEFINITION_CLAUSES.get(issue.definition, GENERIC_SCHEMA_CLAUSE)
+
+
+#: (definition, instance path prefix, text in the message, clause): first match wins.
+_PATH_CLAUSES: list[tuple[str, str, str, str]] = [
+    ("InitializeResponse", "/protocolVersion", "", "init.response.protocol-version"),
+    ("InitializeResponse", "", "'protocolVersion' is a required", "init.response.protocol-version"),
+    ("InitializeResponse", "/agentCapabilities/sessionCapabilities", "", "cap.object-presence"),
+    ("InitializeResponse", "/agentCapabilities/", "", "cap.agent.defaults"),
+    ("InitializeResponse", "/agentCapabilities", "", "init.response.capabilities"),
+    ("InitializeResponse", "/authMethods", "", "auth.methods.advertised"),
+    ("InitializeResponse", "/agentInfo", "", "init.implementation.shape"),
+    ("PromptResponse", "/stopReason", "", "prompt.stop-reason.enum"),
+    ("PromptResponse", "", "'stopReason' is a required", "prompt.response.stop-reason"),
+    ("NewSessionResponse", "", "'sessionId' is a required", "session.new.unique-id"),
+    ("NewSessionResponse", "/modes", "", "mode.state.shape"),
+]

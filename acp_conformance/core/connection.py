@@ -274,7 +274,8 @@ def _at(v: Violation, index: int) -> Violation:
 
 def _near_miss(rid: Any, outgoing: dict[tuple[str, Any], Any], answered: dict[tuple[str, Any], Any]) -> str:
     """Explain the classic bug of echoing ``"1"`` for ``1``."""
-    for alt in (str(rid),) + ((int(rid),) if isinstance(rid, str) and rid.lstrip("-").isdigit() else ()):
+    numeric = isinstance(rid, str) and rid.isascii() and len(rid) <= 19 and rid.lstrip("-").isdigit()
+    for alt in (str(rid),) + ((int(rid),) if numeric else ()):
         k = jsonrpc.id_key(alt)
         if k != jsonrpc.id_key(rid) and (k in outgoing or k in answered):
             return f" (we sent {alt!r}: the id must keep its JSON type)"

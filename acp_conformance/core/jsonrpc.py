@@ -54,9 +54,15 @@ def decode(data: bytes) -> tuple[Any, list[Violation]]:
     """Parse one frame's bytes. Returns ``(value, violations)``; value is
     ``None`` when nothing usable was decoded."""
     try:
-        return orjson.loads(data), []
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
         pass
+    else:
+        if value is None:
+            return None, [
+                Violation(NOT_PROTOCOL, "line is the JSON literal null, not a JSON-RPC object", raw=data[:200])
+            ]
+        return value, []
     problems: list[Violation] = []
     raw = data[:200]
     if data.startswith(b"\xef\xbb\xbf"):
@@ -74,10 +80,18 @@ def decode(data: bytes) -> tuple[Any, list[Violation]]:
         )
         return None, problems
     try:
-        return json.loads(text), problems
+        value = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as exc:
         problems.append(Violation(NOT_PROTOCOL, f"line is not JSON ({exc}): not an ACP message", raw=raw))
         return None, problems
+    if value is None:
+        problems.append(Violation(NOT_PROTOCOL, "line is the JSON literal null, not a JSON-RPC object", raw=raw))
+    return value, problems
+
+
+def _reject_constant(name: str) -> Any:
+    # The stdlib accepts NaN/Infinity; JSON (RFC 8259) does not.
+    raise ValueError(f"{name} is not valid JSON")
 
 
 def is_valid_id(value: Any) -> bool:
@@ -120,8 +134,8 @@ def classify(msg: Any, raw: bytes = b"") -> tuple[str | None, list[Violation]]:
     if not isinstance(msg, dict):
         problems.append(
             Violation(
-                C_ONE_PER_LINE,
-                f"frame is JSON {type(msg).__name__}, not an object",
+                NOT_PROTOCOL,
+                f"line is a JSON {type(msg).__name__}, not a JSON-RPC object",
                 raw=short,
             )
         )

@@ -39,6 +39,7 @@ class _WriteProtocol(asyncio.Protocol):
     def __init__(self) -> None:
         self.can_write = asyncio.Event()
         self.can_write.set()
+        self.gone = asyncio.Event()
         self.lost = False
 
     def pause_writing(self) -> None:
@@ -50,6 +51,7 @@ class _WriteProtocol(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost = True
         self.can_write.set()
+        self.gone.set()
 
 
 class StdioTransport:
@@ -114,6 +116,9 @@ class StdioTransport:
         self._closed = True
         if self._writer is not None:
             self._writer.close()
+            # close() flushes asynchronously: wait (bounded) so nothing buffered is lost at exit.
+            with anyio.move_on_after(2.0):
+                await self._flow.gone.wait()
         else:
             try:
                 self._out.flush()

@@ -1,0 +1,102 @@
+"""Command line of the mock agent: ``python -m mock_agent [options]``.
+
+Broken test agents reuse it: ``main(argv, agent_cls=MyBrokenAgent)``.
+Start-up is kept lean (the client measures time to the ``initialize``
+answer): the schema is located and compiled only when validating, and
+nothing heavier than the protocol core is imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import anyio
+
+from acp_conformance.errors import ConfigurationError
+from mock_agent.agent import AGENT_NAME, MockAgent
+
+if TYPE_CHECKING:
+    from acp_conformance.validation import SchemaValidator
+
+__all__ = ["build_parser", "load_validator", "main"]
+
+log = logging.getLogger("mock_agent")
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def build_parser(prog: str = "python -m mock_agent") -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=(
+            "Reference ACP v1 agent speaking newline-delimited JSON-RPC over stdin/stdout. "
+            "Logs go to stderr; it exits with status 0 when stdin closes."
+        ),
+    )
+    parser.add_argument(
+        "--no-validate",
+        action="store_true",
+        help="do not validate inbound frames against the ACP schema (outbound self-checks are skipped too)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="warning",
+        type=str.lower,
+        choices=LOG_LEVELS,
+        help="stderr log level (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--name", default=AGENT_NAME, help="agentInfo.name to announce (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--schema",
+        metavar="PATH",
+        default=None,
+        help="schema.json or a directory holding it (default: $ACP_CONFORMANCE_SCHEMA, node_modules, cache)",
+    )
+    return parser
+
+
+def load_validator(explicit: str | None = None) -> SchemaValidator | None:
+    """The schema validator, or None (with a warning) when the schema cannot be found."""
+    from acp_conformance.schema import locate_schema
+
+    try:
+        source = locate_schema(explicit)
+    except (ConfigurationError, OSError) as exc:
+        log.warning("running WITHOUT schema validation: %s", exc)
+        return None
+    from acp_conformance.validation import SchemaValidator
+
+    log.info("validating against %s (%s)", source.path, source.version)
+    return SchemaValidator(source.data)
+
+
+def main(argv: Sequence[str] | None = None, *, agent_cls: type[MockAgent] = MockAgent) -> int:
+    """Run ``agent_cls`` over this process's stdio until stdin closes; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, args.log_level.upper()),
+        format="mock-agent %(levelname)s %(message)s",
+    )
+    validator = None if args.no_validate else load_validator(args.schema)
+    agent = agent_cls(name=args.name, validator=validator)
+
+    from acp_conformance.transport.stdio import StdioTransport
+
+    transport = StdioTransport(stdin=sys.stdin.buffer, stdout=sys.stdout.buffer)
+    # stdout belongs to the protocol: a stray print() anywhere lands on stderr instead.
+    sys.stdout = sys.stderr
+    try:
+        anyio.run(agent.serve, transport)
+    except KeyboardInterrupt:
+        return 130
+    except Exception:
+        log.exception("the mock agent crashed")
+        return 1
+    return 0

@@ -1,0 +1,64 @@
+"""Helpers for end-to-end runs of the plugin in a subprocess, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKEN = ROOT / "tests" / "peers" / "broken_agents.py"
+
+
+@dataclass
+class SuiteRun:
+    returncode: int
+    stdout: str
+    report: dict[str, Any]
+
+    def statuses(self) -> dict[str, str]:
+        return {c["id"]: c["status"] for c in self.report["clauses"]}
+
+    def with_status(self, *wanted: str) -> set[str]:
+        return {cid for cid, s in self.statuses().items() if s in wanted}
+
+
+def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240) -> SuiteRun:
+    """``pytest --acp-agent=AGENT`` in a fresh directory, the way a user runs it."""
+    report = tmp / "report.json"
+    env = dict(os.environ)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--acp-agent={agent}",
+         f"--acp-report-json={report}", *extra],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if not report.is_file():
+        pytest.fail(f"no report written (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return SuiteRun(proc.returncode, proc.stdout, json.loads(report.read_text()))
+
+
+def live_processes_matching(needle: str) -> list[str]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in cmd and state != "Z":
+            out.append(f"{entry.name}: {cmd}")
+    return out

@@ -1,0 +1,37 @@
+"""Every agent clause check is proven: it FAILs (or WARNs) against an agent that
+breaks exactly that clause, and the reference agent is conformant.
+
+Each case runs the whole agent suite in a subprocess against one broken agent
+(tests/peers/broken_agents.py) and compares the set of findings with what the
+breakage declares.  A check that cannot fail, or that fires on the wrong
+clause, fails here.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e._suite_run import BROKEN, live_processes_matching, run_suite
+
+sys.path.insert(0, str(BROKEN.parent))
+from broken_agents import BREAKAGES
+
+PY = sys.executable
+
+
+@pytest.mark.parametrize("name", sorted(BREAKAGES))
+def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> None:
+    b = BREAKAGES[name]
+    run = run_suite(f"{PY} {BROKEN} {name}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=3")
+    findings = run.with_status("FAIL", "WARN")
+    assert run.statuses()[b.breaks] == b.status, run.stdout[-3000:]
+    assert findings == {b.breaks} | b.also, (
+        f"{name}: expected findings {sorted({b.breaks} | b.also)}, got {sorted(findings)}\n{run.stdout[-3000:]}"
+    )
+    conformant = run.report["verdict"]["conformant"]
+    assert conformant == (b.status != "FAIL" and not (b.also & run.with_status("FAIL")))
+    assert (run.returncode == 0) == conformant
+    assert not live_processes_matching(f"{BROKEN} {name}"), "the suite left agent processes running"

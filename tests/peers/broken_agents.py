@@ -1,0 +1,433 @@
+"""Broken agents: each one is the reference agent with exactly one clause broken.
+
+``python tests/peers/broken_agents.py NAME [mock_agent options]`` runs one.
+``BREAKAGES`` says, for each, which clause it breaks, the status the suite
+must give that clause, and any *collateral* clauses that the same defect
+necessarily breaks too (with the reason).  ``tests/e2e/test_broken_agents.py``
+runs the whole agent suite against each and asserts that the FAIL set is
+exactly ``{breaks} | also`` (FAIL and WARN alike) - so a check that cannot fail, or that fires
+on the wrong clause, is caught.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from acp_conformance.core.events import Notification, Request
+from acp_conformance.peer import HandlerError, Peer
+from acp_conformance.transport.base import Transport
+from mock_agent import MockAgent, Session, Turn
+from mock_agent.cli import main
+
+Json = dict[str, Any]
+
+
+def frame_filter(agent: MockAgent, fn: Callable[[dict[str, Any]], Any]) -> None:
+    """Rewrite every outgoing message with ``fn`` (returning a value to send,
+    bytes to send verbatim, or None to drop)."""
+
+    def wire(data: bytes) -> bytes:
+        msg = orjson.loads(data)
+        out = fn(msg)
+        if out is None:
+            return b""
+        if isinstance(out, bytes):
+            return out
+        return orjson.dumps(out) + b"\n"
+
+    agent.peer.wire_filter = wire
+
+
+class _Filtered(MockAgent):
+    """Base for agents that damage their frames on the wire."""
+
+    validate_outbound = False
+
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        return msg
+
+    def make_peer(self, transport: Transport) -> Peer:
+        peer = super().make_peer(transport)
+        self._peer = peer
+        frame_filter(self, self.mangle)
+        return peer
+
+
+# ------------------------------------------------------------------ transport
+class Banner(MockAgent):
+    async def on_start(self) -> None:
+        await self.peer.send_raw(b"Starting my-agent v1.2.3 ...\n")
+
+
+class BadUtf8(_Filtered):
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        if msg.get("method") == "session/update":
+            # One extra notification whose bytes are not UTF-8, after a good one.
+            return orjson.dumps(msg) + b"\n" + b'{"jsonrpc":"2.0","method":"_log","params":{"t":"\xff\xfe"}}\n'
+        return msg
+
+
+class Batch(_Filtered):
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        if msg.get("method") == "session/update":
+            return orjson.dumps([msg]) + b"\n"
+        return msg
+
+
+class PartialLineAtExit(MockAgent):
+    async def on_eof(self) -> None:
+        await super().on_eof()
+        await self.peer.send_raw(b'{"jsonrpc":"2.0","method":"_bye","params":{}}')
+
+
+class NeverExits(MockAgent):
+    async def on_eof(self) -> None:
+        import anyio
+
+        await anyio.sleep_forever()  # ignores stdin EOF; the harness must kill it
+
+
+# -------------------------------------------------------------------- jsonrpc
+class WrongJsonrpcVersion(_Filtered):
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        if msg.get("method") == "session/update":
+            msg["jsonrpc"] = "1.0"
+        return msg
+
+
+class StringifiedIds(_Filtered):
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        if "method" not in msg and isinstance(msg.get("id"), int):
+            msg["id"] = str(msg["id"])
+        return msg
+
+
+class NumericIdsForStrings(_Filtered):
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        if "method" not in msg and isinstance(msg.get("id"), str):
+            msg["id"] = 424242
+        return msg
+
+
+class DuplicateResponse(_Filtered):
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        if "method" not in msg and isinstance(msg.get("result"), dict) and "sessionId" in msg["result"]:
+            return orjson.dumps(msg) + b"\n" + orjson.dumps(msg) + b"\n"
+        return msg
+
+
+class ResultForUnknownMethods(MockAgent):
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+
+        async def anything(req: Request) -> Any:
+            if req.method.startswith("_"):
+                raise HandlerError(-32601, f"method not found: {req.method}")
+            return {}
+
+        peer.default_handler = anything
+
+
+class ResultForUnknownExtensions(MockAgent):
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+
+        async def anything(req: Request) -> Any:
+            if req.method.startswith("_"):
+                return None
+            raise HandlerError(-32601, f"method not found: {req.method}")
+
+        peer.default_handler = anything
+
+
+class BadErrorObject(_Filtered):
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        err = msg.get("error")
+        if isinstance(err, dict) and err.get("message", "").startswith("method not found: _"):
+            msg["error"] = {"code": "oops", "message": 42}
+        return msg
+
+
+class ResultAndError(_Filtered):
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        err = msg.get("error")
+        if isinstance(err, dict) and err.get("message", "").startswith("method not found: _"):
+            msg["result"] = None
+        return msg
+
+
+class AnswersNotifications(MockAgent):
+    def on_cancel(self, params: Json) -> None:
+        super().on_cancel(params)
+        self.peer.start_soon(self.peer.send_raw, b'{"jsonrpc":"2.0","id":null,"result":{}}\n')
+
+
+class IgnoresExtensionRequests(MockAgent):
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+
+        async def anything(req: Request) -> Any:
+            from acp_conformance.peer import NO_ANSWER
+
+            if req.method.startswith("_"):
+                return NO_ANSWER
+            raise HandlerError(-32601, f"method not found: {req.method}")
+
+        peer.default_handler = anything
+
+
+class ExitsOnUnknownNotification(MockAgent):
+    def on_other_notification(self, note: Notification) -> None:
+        if note.method.startswith("_"):
+            import os
+
+            os._exit(3)
+
+
+# ----------------------------------------------------------------- initialize
+class EchoesVersion(MockAgent):
+    def negotiate_version(self, requested: Any) -> int:
+        return requested if isinstance(requested, int) else 1
+
+
+class EchoesVersionZero(MockAgent):
+    def negotiate_version(self, requested: Any) -> int:
+        return 0 if requested == 0 else 1
+
+
+class ErrorOnUnsupportedVersion(MockAgent):
+    async def handle_initialize(self, req: Request) -> Any:
+        if isinstance(req.params, dict) and req.params.get("protocolVersion") == 999:
+            raise HandlerError(-32602, "unsupported protocol version 999")
+        return await super().handle_initialize(req)
+
+
+class AnswersVersion2(MockAgent):
+    def negotiate_version(self, requested: Any) -> int:
+        return 2
+
+
+class NoProtocolVersion(MockAgent):
+    validate_outbound = False
+
+    def initialize_result(self, params: Json) -> Json:
+        result = super().initialize_result(params)
+        del result["protocolVersion"]
+        return result
+
+
+class CapabilitiesNotObject(MockAgent):
+    validate_outbound = False
+
+    def initialize_result(self, params: Json) -> Json:
+        return {**super().initialize_result(params), "agentCapabilities": ["loadSession"]}
+
+
+class NonBooleanCapability(MockAgent):
+    validate_outbound = False
+
+    def agent_capabilities(self) -> Json:
+        caps = super().agent_capabilities()
+        caps["promptCapabilities"] = {**caps["promptCapabilities"], "image": "yes"}
+        return caps
+
+
+class SessionCapabilityNotObject(MockAgent):
+    validate_outbound = False
+
+    def agent_capabilities(self) -> Json:
+        caps = super().agent_capabilities()
+        caps["sessionCapabilities"] = {**caps["sessionCapabilities"], "list": True}
+        return caps
+
+
+class AuthMethodWithoutName(MockAgent):
+    validate_outbound = False
+
+    def auth_methods(self) -> list[Json]:
+        return [{"id": "login"}]
+
+
+class NoAgentInfo(MockAgent):
+    def initialize_result(self, params: Json) -> Json:
+        result = super().initialize_result(params)
+        del result["agentInfo"]
+        return result
+
+
+# ------------------------------------------------------------ session, prompt
+class ConstantSessionId(MockAgent):
+    def new_session_id(self) -> str:
+        return "the-only-session"
+
+    def create_session(self, cwd: str, mcp_servers: list[Any], params: Json) -> Session:
+        existing = self.sessions.get("the-only-session")
+        if existing is not None:
+            return existing
+        return super().create_session(cwd, mcp_servers, params)
+
+
+class InconsistentModes(MockAgent):
+    def modes_state(self, session: Session) -> Json:
+        return {**super().modes_state(session), "currentModeId": "turbo"}
+
+
+class InvalidSessionNewResult(MockAgent):
+    validate_outbound = False
+
+    def new_session_result(self, session: Session) -> Json:
+        return {**super().new_session_result(session), "configOptions": "fast"}
+
+
+class InvalidStopReason(MockAgent):
+    validate_outbound = False
+
+    def prompt_result(self, turn: Turn, stop_reason: str) -> Json:
+        return {"stopReason": "done"}
+
+
+class NoStopReason(MockAgent):
+    validate_outbound = False
+
+    def prompt_result(self, turn: Turn, stop_reason: str) -> Json:
+        return {}
+
+
+class ErrorsOnTextPrompts(MockAgent):
+    async def handle_prompt(self, req: Request) -> Any:
+        raise HandlerError(-32603, "this agent cannot handle text")
+
+
+class UpdatesForAnotherSession(MockAgent):
+    async def send_update(self, session_id: str, update: Json) -> None:
+        await super().send_update(session_id + "-other", update)
+
+
+class OutputAfterResponse(MockAgent):
+    async def after_prompt_response(self, turn: Turn) -> None:
+        await self.send_update(turn.session_id, self.message_chunk("agent_message_chunk", "one more thing", None))
+
+
+class BadChunkContent(MockAgent):
+    validate_outbound = False
+
+    def message_chunk(self, kind: str, text: str, message_id: str | None) -> Json:
+        update = super().message_chunk(kind, text, message_id)
+        update["content"] = {"type": "txt", "text": text}
+        return update
+
+
+class UnknownUpdateKind(MockAgent):
+    validate_outbound = False
+
+    async def send_update(self, session_id: str, update: Json) -> None:
+        if update.get("sessionUpdate") == "plan":
+            update = {**update, "sessionUpdate": "strategy"}
+        await super().send_update(session_id, update)
+
+
+@dataclass(frozen=True)
+class Breakage:
+    """One broken agent and what the suite must say about it."""
+
+    agent: type[MockAgent]
+    breaks: str
+    status: str = "FAIL"
+    also: frozenset[str] = field(default_factory=frozenset)
+    why_also: str = ""
+
+
+BREAKAGES: dict[str, Breakage] = {
+    "banner": Breakage(Banner, "transport.stdio.stdout-clean"),
+    "bad-utf8": Breakage(BadUtf8, "transport.utf8"),
+    "batch": Breakage(Batch, "transport.stdio.one-message-per-line"),
+    "partial-line-at-exit": Breakage(PartialLineAtExit, "transport.stdio.newline-delimited"),
+    "never-exits": Breakage(NeverExits, "transport.stdio.exit-on-stdin-close", status="WARN"),
+    "jsonrpc-1.0": Breakage(WrongJsonrpcVersion, "jsonrpc.version-field"),
+    "stringified-ids": Breakage(
+        StringifiedIds,
+        "jsonrpc.response-id-echo",
+        also=frozenset({"jsonrpc.every-request-answered"}),
+        why_also='an answer to "0" is no answer to 0: our integer-id requests stay unanswered',
+    ),
+    "numeric-ids-for-strings": Breakage(
+        NumericIdsForStrings,
+        "jsonrpc.id-types",
+        also=frozenset({"jsonrpc.response-id-echo", "jsonrpc.every-request-answered"}),
+        why_also="an answer with a different id matches no request we sent, and ours stays unanswered",
+    ),
+    "duplicate-response": Breakage(DuplicateResponse, "jsonrpc.no-duplicate-response"),
+    "result-for-unknown-methods": Breakage(ResultForUnknownMethods, "jsonrpc.unknown-method"),
+    "result-for-unknown-extensions": Breakage(ResultForUnknownExtensions, "ext.request.unknown", status="WARN"),
+    "bad-error-object": Breakage(
+        BadErrorObject,
+        "jsonrpc.error-object",
+        also=frozenset({"ext.request.unknown"}),
+        why_also="the malformed error is also not the -32601 an unknown _-request should get (a WARN)",
+    ),
+    "result-and-error": Breakage(
+        ResultAndError,
+        "jsonrpc.result-xor-error",
+        also=frozenset({"ext.request.unknown"}),
+        why_also="a response carrying a result is also not the -32601 error (a WARN)",
+    ),
+    "answers-notifications": Breakage(
+        AnswersNotifications,
+        "jsonrpc.notification-no-response",
+        also=frozenset({"jsonrpc.response-id-echo"}),
+        why_also="the stray answer carries an id that matches no request we sent",
+    ),
+    "ignores-extension-requests": Breakage(IgnoresExtensionRequests, "jsonrpc.every-request-answered"),
+    "exits-on-unknown-notification": Breakage(
+        ExitsOnUnknownNotification,
+        "ext.notification.ignore",
+        status="WARN",
+        also=frozenset({"jsonrpc.every-request-answered"}),
+        why_also="once it has exited, the requests that follow are never answered",
+    ),
+    "echoes-version": Breakage(
+        EchoesVersion,
+        "init.version.latest-otherwise",
+        also=frozenset({"init.version.v0"}),
+        why_also="echoing every version also echoes the pre-release 0 (a WARN)",
+    ),
+    "echoes-version-zero": Breakage(EchoesVersionZero, "init.version.v0", status="WARN"),
+    "error-on-unsupported-version": Breakage(ErrorOnUnsupportedVersion, "init.version.latest-otherwise"),
+    "answers-version-2": Breakage(AnswersVersion2, "init.version.same-if-supported"),
+    "no-protocol-version": Breakage(NoProtocolVersion, "init.response.protocol-version"),
+    "capabilities-not-object": Breakage(CapabilitiesNotObject, "init.response.capabilities"),
+    "non-boolean-capability": Breakage(NonBooleanCapability, "cap.agent.defaults"),
+    "session-capability-not-object": Breakage(SessionCapabilityNotObject, "cap.object-presence"),
+    "auth-method-without-name": Breakage(AuthMethodWithoutName, "auth.methods.advertised"),
+    "no-agent-info": Breakage(NoAgentInfo, "init.response.agent-info", status="WARN"),
+    "constant-session-id": Breakage(ConstantSessionId, "session.new.unique-id"),
+    "inconsistent-modes": Breakage(InconsistentModes, "mode.state.shape"),
+    "invalid-session-new-result": Breakage(InvalidSessionNewResult, "schema.valid"),
+    "invalid-stop-reason": Breakage(InvalidStopReason, "prompt.stop-reason.enum"),
+    "no-stop-reason": Breakage(NoStopReason, "prompt.response.stop-reason"),
+    "errors-on-text-prompts": Breakage(
+        ErrorsOnTextPrompts,
+        "content.text.baseline",
+        also=frozenset({"prompt.response.stop-reason"}),
+        why_also="an error instead of a result is also a turn that never ends with a stopReason",
+    ),
+    "updates-for-another-session": Breakage(UpdatesForAnotherSession, "prompt.updates.session-id"),
+    "output-after-response": Breakage(OutputAfterResponse, "prompt.updates.before-response", status="WARN"),
+    "bad-chunk-content": Breakage(BadChunkContent, "update.chunk.shape"),
+    "unknown-update-kind": Breakage(UnknownUpdateKind, "update.discriminator"),
+}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in BREAKAGES:
+        print(f"usage: {sys.argv[0]} NAME [mock_agent options]; NAME one of: {', '.join(BREAKAGES)}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[2:], agent_cls=BREAKAGES[sys.argv[1]].agent))

@@ -1,0 +1,223 @@
+"""Decoding and classifying single frames as JSON-RPC 2.0, and the clauses charged."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from acp_conformance.core import jsonrpc
+from acp_conformance.core.connection import Connection, Role
+from acp_conformance.core.events import Event, Notification, Request, Response, Violation
+
+STDOUT_CLEAN = "transport.stdio.stdout-clean"
+STDIN_CLEAN = "transport.stdio.stdin-clean"
+
+
+def feed(frame: bytes, our_role: Role = Role.CLIENT, outstanding: int = 0) -> list[Event]:
+    """Events for one frame received by a connection that has ``outstanding`` requests out."""
+    conn = Connection(our_role)
+    for _ in range(outstanding):
+        conn.send_request("session/new", {})
+    return conn.receive_data(frame + b"\n")
+
+
+def clauses(events: list[Event]) -> list[tuple[str, str]]:
+    return [(e.clause_id, e.severity) for e in events if isinstance(e, Violation)]
+
+
+def messages(events: list[Event]) -> list[Event]:
+    return [e for e in events if not isinstance(e, Violation)]
+
+
+# --------------------------------------------------------------- classification
+@pytest.mark.parametrize(
+    ("msg", "kind"),
+    [
+        ({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}, "request"),
+        ({"jsonrpc": "2.0", "id": "x", "method": "m"}, "request"),
+        ({"jsonrpc": "2.0", "method": "session/update", "params": {}}, "notification"),
+        ({"jsonrpc": "2.0", "id": 0, "result": None}, "response"),
+        ({"jsonrpc": "2.0", "id": 0, "error": {"code": -32601, "message": "x"}}, "response"),
+        ({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}}, "response"),
+    ],
+)
+def test_classify_valid_messages(msg: dict[str, Any], kind: str) -> None:
+    assert jsonrpc.classify(msg) == (kind, [])
+
+
+def test_connection_events_for_each_kind() -> None:
+    conn = Connection(Role.CLIENT)
+    rid, _ = conn.send_request("session/prompt", {"sessionId": "s"})
+    rid2, _ = conn.send_request("session/new", {})
+    out = conn.receive_data(
+        b'{"jsonrpc":"2.0","id":"srv-1","method":"fs/read_text_file","params":{"path":"/a"}}\n'
+        b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}}\n'
+        b'{"jsonrpc":"2.0","id":%d,"result":{"stopReason":"end_turn"}}\n'
+        b'{"jsonrpc":"2.0","id":%d,"error":{"code":-32603,"message":"boom","data":[1]}}\n' % (rid, rid2)
+    )
+    req, note, ok, err = out
+    assert isinstance(req, Request) and (req.id, req.method, req.params) == (
+        "srv-1",
+        "fs/read_text_file",
+        {"path": "/a"},
+    )
+    assert isinstance(note, Notification) and note.method == "session/update" and note.has_params
+    assert isinstance(ok, Response) and not ok.is_error and ok.method == "session/prompt"
+    assert ok.result == {"stopReason": "end_turn"}
+    assert isinstance(err, Response) and err.is_error and err.method == "session/new"
+    assert err.error == {"code": -32603, "message": "boom", "data": [1]}
+    assert [e.index for e in out] == [0, 1, 2, 3]  # type: ignore[union-attr]
+
+
+# --------------------------------------------------------------------- encoding
+def test_invalid_utf8_is_transport_utf8() -> None:
+    out = feed(b'{"jsonrpc":"2.0","method":"x","params":{"s":"\xff\xfe"}}')
+    assert clauses(out) == [("transport.utf8", "error")]
+    assert messages(out) == []
+    v = out[0]
+    assert isinstance(v, Violation) and "not valid UTF-8" in v.message and v.index == 0
+
+
+def test_bom_is_a_warning_and_the_message_still_decodes() -> None:
+    out = feed(b'\xef\xbb\xbf{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}', Role.AGENT)
+    assert clauses(out) == [("transport.utf8", "warning")]
+    (note,) = messages(out)
+    assert isinstance(note, Notification) and note.method == "session/cancel"
+
+
+def test_lone_surrogate_escapes_are_accepted() -> None:
+    # RFC 8259 allows them; orjson refuses them, the stdlib fallback accepts.
+    out = feed(b'{"jsonrpc":"2.0","method":"x","params":{"s":"\\ud800 and \\udfff"}}')
+    assert clauses(out) == []
+    (note,) = messages(out)
+    assert isinstance(note, Notification) and note.params == {"s": "\ud800 and \udfff"}
+
+
+# -------------------------------------------------------------- stream hygiene
+@pytest.mark.parametrize("line", [b"Starting agent v1.2...", b"{not json", b'{"jsonrpc":"2.0",', b"[1,"])
+@pytest.mark.parametrize(("our_role", "clause"), [(Role.CLIENT, STDOUT_CLEAN), (Role.AGENT, STDIN_CLEAN)])
+def test_non_json_lines_break_the_senders_hygiene_clause(line: bytes, our_role: Role, clause: str) -> None:
+    out = feed(line, our_role)
+    assert clauses(out) == [(clause, "error")]
+    assert messages(out) == []
+
+
+def test_absurd_nesting_is_a_violation_not_a_crash() -> None:
+    out = feed(b"[" * 100_000 + b"]" * 100_000)
+    assert clauses(out) == [(STDOUT_CLEAN, "error")]
+
+
+@pytest.mark.parametrize(
+    ("line", "our_role", "clause"),
+    [(b"42", Role.CLIENT, STDOUT_CLEAN), (b'"server ready"', Role.AGENT, STDIN_CLEAN)],
+)
+def test_non_object_json_breaks_the_senders_hygiene_clause(line: bytes, our_role: Role, clause: str) -> None:
+    assert clauses(feed(line, our_role)) == [(clause, "error")]
+
+
+def test_null_line_is_not_silently_ignored() -> None:
+    out = feed(b"null")
+    assert clauses(out) == [(STDOUT_CLEAN, "error")]
+
+
+@pytest.mark.parametrize("const", [b"NaN", b"Infinity", b"-Infinity"])
+def test_non_json_constants_are_rejected(const: bytes) -> None:
+    out = feed(b'{"jsonrpc":"2.0","method":"session/update","params":{"x":' + const + b"}}")
+    assert any(sev == "error" for _, sev in clauses(out)), out
+
+
+# ----------------------------------------------------------------- envelope
+@pytest.mark.parametrize("frame", [b"[]", b'[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]'])
+def test_batch_array_is_one_message_per_line(frame: bytes) -> None:
+    out = feed(frame)
+    assert clauses(out) == [("transport.stdio.one-message-per-line", "error")]
+    assert messages(out) == []
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b'{"id":0,"result":{}}',
+        b'{"jsonrpc":"1.0","id":0,"result":{}}',
+        b'{"jsonrpc":2.0,"id":0,"result":{}}',
+        b'{"jsonrpc":null,"id":0,"result":{}}',
+    ],
+)
+def test_missing_or_wrong_version_field(frame: bytes) -> None:
+    out = feed(frame, outstanding=1)
+    assert clauses(out) == [("jsonrpc.version-field", "error")]
+    # The message is still usable: the response correlates.
+    (resp,) = messages(out)
+    assert isinstance(resp, Response) and resp.method == "session/new"
+
+
+def test_result_and_error_together() -> None:
+    out = feed(b'{"jsonrpc":"2.0","id":0,"result":{},"error":{"code":1,"message":"m"}}', outstanding=1)
+    assert clauses(out) == [("jsonrpc.result-xor-error", "error")]
+
+
+def test_neither_result_nor_error() -> None:
+    out = feed(b'{"jsonrpc":"2.0","id":0}', outstanding=1)
+    assert clauses(out) == [("jsonrpc.result-xor-error", "error")]
+    assert messages(out) == []
+
+
+@pytest.mark.parametrize(
+    ("error", "fragment"),
+    [
+        (b'"boom"', "not an object"),
+        (b"null", "not an object"),
+        (b'{"code":"-32601","message":"m"}', "error.code"),
+        (b'{"code":true,"message":"m"}', "error.code"),
+        (b'{"code":-32601.5,"message":"m"}', "error.code"),
+        (b'{"message":"m"}', "error.code"),
+        (b'{"code":-32601}', "error.message"),
+        (b'{"code":-32601,"message":7}', "error.message"),
+    ],
+)
+def test_bad_error_object(error: bytes, fragment: str) -> None:
+    out = feed(b'{"jsonrpc":"2.0","id":0,"error":' + error + b"}", outstanding=1)
+    assert clauses(out) == [("jsonrpc.error-object", "error")]
+    v = out[0]
+    assert isinstance(v, Violation) and fragment in v.message
+    (resp,) = messages(out)
+    assert isinstance(resp, Response) and resp.is_error
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [b'{"jsonrpc":"2.0","id":1.5,"method":"m"}', b'{"jsonrpc":"2.0","id":2.5,"result":{}}'],
+)
+def test_fractional_id_is_a_warning(frame: bytes) -> None:
+    out = feed(frame)
+    assert ("jsonrpc.id-not-null", "warning") in clauses(out)
+    assert all(sev == "warning" for c, sev in clauses(out) if c.startswith("jsonrpc.id"))
+
+
+def test_null_request_id_is_a_warning_and_other_id_types_are_errors() -> None:
+    assert clauses(feed(b'{"jsonrpc":"2.0","id":null,"method":"m"}')) == [("jsonrpc.id-not-null", "warning")]
+    for rid in (b"true", b"{}", b"[1]"):
+        out = feed(b'{"jsonrpc":"2.0","id":' + rid + b',"method":"m"}')
+        assert clauses(out) == [("jsonrpc.id-types", "error")], rid
+
+
+def test_request_shape_problems() -> None:
+    out = feed(b'{"jsonrpc":"2.0","id":1,"method":42}')
+    assert clauses(out) == [("jsonrpc.request-shape", "error")]
+    assert messages(out) == []
+    out = feed(b'{"jsonrpc":"2.0","id":1,"method":"m","params":"x"}')
+    assert clauses(out) == [("jsonrpc.request-shape", "error")]
+    out = feed(b'{"jsonrpc":"2.0","result":{}}')
+    assert clauses(out) == [("jsonrpc.request-shape", "error")]
+
+
+# ------------------------------------------------------------------- helpers
+def test_id_key_keeps_json_types_apart() -> None:
+    keys = {jsonrpc.id_key(v) for v in (1, "1", True, 1.0, None, "null", 0, False)}
+    assert len(keys) == 8
+
+
+def test_dumps_never_emits_a_raw_newline() -> None:
+    data = jsonrpc.dumps({"jsonrpc": "2.0", "method": "m", "params": {"text": "a\nb\r\n\u2028"}})
+    assert b"\n" not in data and b"\r" not in data

@@ -1,0 +1,243 @@
+"""Peer over an in-memory pair: calls, handlers, deadlines, EOF, validation both ways."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_conformance.core.connection import Role
+from acp_conformance.core.events import Event, Notification, Request, Response, Violation
+from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
+from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
+from acp_conformance.transport import MemoryTransport, memory_pair
+from acp_conformance.validation import SchemaValidator
+
+pytestmark = pytest.mark.anyio
+
+SID = "sess-1"
+NEW_SESSION = {"cwd": "/tmp/project", "mcpServers": []}
+BAD_CHUNK = {"sessionId": SID, "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "txt"}}}
+
+
+@asynccontextmanager
+async def connected(
+    validator: SchemaValidator | None = None,
+) -> AsyncIterator[tuple[Peer, Peer, MemoryTransport]]:
+    """(client peer, agent peer, the agent's raw transport)."""
+    agent_end, client_end = memory_pair()
+    async with (
+        Peer(client_end, Role.CLIENT, validator=validator, timeout=5) as client,
+        Peer(agent_end, Role.AGENT, validator=validator, timeout=5) as agent,
+    ):
+        yield client, agent, agent_end
+
+
+def is_notification(ev: Event) -> bool:
+    return isinstance(ev, Notification)
+
+
+async def test_request_response_round_trip(schema_validator: SchemaValidator) -> None:
+    seen: list[Request] = []
+
+    async def new_session(req: Request) -> Any:
+        seen.append(req)
+        return {"sessionId": SID}
+
+    with anyio.fail_after(10):
+        async with connected(schema_validator) as (client, agent, _):
+            agent.handlers["session/new"] = new_session
+            assert await client.request("session/new", NEW_SESSION) == {"sessionId": SID}
+            assert await client.request("session/new", NEW_SESSION) == {"sessionId": SID}
+            assert [r.id for r in seen] == [0, 1] and seen[0].params == NEW_SESSION
+            assert client.violations() == [] and agent.violations() == []
+            assert client.conn.pending_outgoing == [] and agent.conn.pending_incoming == []
+            assert [e.direction for e in client.transcript.frames()] == ["out", "in", "out", "in"]
+            assert [e.direction for e in agent.transcript.frames()] == ["in", "out", "in", "out"]
+            assert [m["method"] for m in agent.transcript.messages("in")] == ["session/new"] * 2
+
+
+async def test_handler_error_becomes_a_jsonrpc_error() -> None:
+    async def read(req: Request) -> Any:
+        raise HandlerError(-32002, "Resource not found", {"uri": "file:///nope"})
+
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+            agent.handlers["fs/read_text_file"] = read
+            params = {"sessionId": SID, "path": "/nope"}
+            resp = await client.call("fs/read_text_file", params)
+            assert resp.is_error and resp.method == "fs/read_text_file"
+            assert resp.error == {"code": -32002, "message": "Resource not found", "data": {"uri": "file:///nope"}}
+            with pytest.raises(RpcError) as info:
+                await client.request("fs/read_text_file", params)
+            assert (info.value.code, info.value.error_message, info.value.data) == (
+                -32002,
+                "Resource not found",
+                {"uri": "file:///nope"},
+            )
+            assert agent.conn.pending_incoming == []
+
+
+@pytest.mark.parametrize("method", ["session/set_mode", "_vendor/custom"])
+async def test_unhandled_method_is_method_not_found(method: str) -> None:
+    with anyio.fail_after(10):
+        async with connected() as (client, _agent, _):
+            resp = await client.call(method, {"sessionId": SID, "modeId": "ask"})
+            assert resp.is_error and resp.error["code"] == -32601
+            assert method in resp.error["message"]
+
+
+async def test_no_answer_leaves_the_request_pending() -> None:
+    returned = anyio.Event()
+
+    async def hold(req: Request) -> Any:
+        returned.set()
+        return NO_ANSWER
+
+    async def pong(req: Request) -> Any:
+        return {"pong": True}
+
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+            agent.handlers["_held"] = hold
+            agent.handlers["_ping"] = pong
+            rid = await client.send_request("_held", {})
+            await returned.wait()
+            # The stream is ordered: once the later ping is answered, an answer to
+            # the held request would already have arrived.
+            assert await client.request("_ping", {}) == {"pong": True}
+            assert agent.conn.pending_incoming == [(rid, "_held")]
+            assert client.conn.pending_outgoing == [(rid, "_held")]
+            assert not [e for e in client.events if isinstance(e, Response) and e.id == rid]
+            # The test may still answer it by hand.
+            await agent.respond(rid, {"late": True})
+            assert (await client.wait_response(rid, method="_held")).result == {"late": True}
+
+
+async def test_wait_response_deadline_is_a_peer_timeout_and_a_violation() -> None:
+    async def hold(req: Request) -> Any:
+        return NO_ANSWER
+
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+            agent.handlers["session/prompt"] = hold
+            rid = await client.send_request("session/prompt", {"sessionId": SID, "prompt": []})
+            with pytest.raises(PeerTimeout) as info:
+                await client.wait_response(rid, method="session/prompt", timeout=0.2)
+            assert "session/prompt" in str(info.value) and "0.2" in str(info.value)
+            assert [v.clause_id for v in client.violations()] == ["jsonrpc.every-request-answered"]
+
+
+async def test_peer_eof_while_waiting_is_peer_exited() -> None:
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, agent_end):
+            agent.handlers["session/prompt"] = lambda req: anyio.sleep_forever()
+            rid = await client.send_request("session/prompt", {"sessionId": SID, "prompt": []})
+            await agent.wait_for(lambda e: isinstance(e, Request))
+            await agent_end.close_output()
+            with pytest.raises(PeerExited) as info:
+                await client.wait_response(rid, method="session/prompt")
+            assert "session/prompt" in str(info.value)
+            assert [v.clause_id for v in client.violations()] == ["jsonrpc.every-request-answered"]
+
+
+async def test_peer_eof_while_waiting_for_an_event() -> None:
+    with anyio.fail_after(10):
+        async with connected() as (client, _agent, agent_end):
+            await agent_end.close_output()
+            with pytest.raises(PeerExited, match="session/update"):
+                await client.wait_for(is_notification, what="a session/update")
+            assert client.closed.is_set()
+            assert client.transcript.entries[-1].text() == "peer closed its output (EOF)"
+
+
+async def test_wait_for_deadline_names_what_it_waited_for() -> None:
+    with anyio.fail_after(10):
+        async with connected() as (client, _agent, _):
+            with pytest.raises(PeerTimeout, match=r"no a plan update within 0\.05 s"):
+                await client.wait_for(is_notification, what="a plan update", timeout=0.05)
+            assert await client.quiet_for(0.05, is_notification) is None
+
+
+async def test_inbound_invalid_session_update_is_recorded_with_its_frame(schema_validator: SchemaValidator) -> None:
+    with anyio.fail_after(10):
+        async with connected(schema_validator) as (client, agent, _):
+            with pytest.raises(LocalProtocolError, match="session/update params"):
+                await agent.notify("session/update", BAD_CHUNK)
+            await agent.notify("session/update", BAD_CHUNK, validate=False)
+            note = await client.wait_for(is_notification)
+            assert isinstance(note, Notification) and note.params == BAD_CHUNK
+            (v,) = client.violations()
+            assert v.clause_id == "update.chunk.shape"
+            assert "/update/content" in v.message and "'text'" in v.message
+            assert v.raw == note.raw and v.index == note.index
+            (entry,) = [e for e in client.transcript.frames("in")]
+            assert entry.violations == [v] and entry.message == note.message
+            assert client.transcript.violations == [v]
+
+
+async def test_inbound_method_misuse_is_flagged(schema_validator: SchemaValidator) -> None:
+    with anyio.fail_after(10):
+        async with connected(schema_validator) as (client, agent, _):
+            # An agent does not receive session/update; a bare "vendor" method lacks the "_" prefix.
+            await client.notify(
+                "session/update", {"sessionId": SID, "update": {"sessionUpdate": "plan"}}, validate=False
+            )
+            await client.notify("vendor/thing", {})
+            await client.notify("_vendor/thing", {})
+            await agent.wait_for(lambda e: isinstance(e, Notification) and e.method == "_vendor/thing")
+            assert [v.clause_id for v in agent.violations()] == ["schema.valid", "ext.method.underscore"]
+            assert "handled by the client" in agent.violations()[0].message
+
+
+async def test_outbound_invalid_params_are_refused_unless_validate_false(schema_validator: SchemaValidator) -> None:
+    bad = {"sessionId": SID, "prompt": [{"type": "txt", "text": "x"}]}
+    with anyio.fail_after(10):
+        async with connected(schema_validator) as (client, agent, _):
+            with pytest.raises(LocalProtocolError, match=r"session/prompt params: .*'txt'"):
+                await client.send_request("session/prompt", bad)
+            assert client.conn.pending_outgoing == [] and list(client.transcript.frames()) == []
+            resp = await client.call("session/prompt", bad, validate=False)
+            assert resp.is_error and resp.error["code"] == -32601  # no handler on the agent
+            (req,) = agent.requests("session/prompt")
+            assert req.params == bad
+            # The agent side judged the frame we deliberately sent broken.
+            assert [v.clause_id for v in agent.violations()] == ["schema.valid"]
+
+
+async def test_raw_sends_are_recorded_and_judged() -> None:
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+            await client.send_raw(b"not json\n")
+            await client.send_raw(b'{"jsonrpc":"2.0","method":"_after"}\n')
+            await agent.wait_for(is_notification)
+            assert [v.clause_id for v in agent.violations()] == ["transport.stdio.stdin-clean"]
+            assert any(e.text() == "(previous frame sent raw, deliberately)" for e in client.transcript.entries)
+
+
+async def test_responses_with_violations_are_attached_to_their_entry() -> None:
+    with anyio.fail_after(10):
+        async with connected() as (client, _agent, agent_end):
+            rid = await client.send_request("_x", {})
+            await agent_end.send(b'{"jsonrpc":"2.0","id":"%d","result":{}}\n' % rid)
+            await client.wait_for(lambda e: isinstance(e, Violation))
+            (entry,) = client.transcript.frames("in")
+            assert [v.clause_id for v in entry.violations] == ["jsonrpc.response-id-echo"]
+
+
+async def test_reused_request_id_waits_for_its_own_response() -> None:
+    served = 0
+
+    async def count(req: Request) -> Any:
+        nonlocal served
+        served += 1
+        return {"n": served}
+
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+            agent.handlers["_count"] = count
+            assert (await client.call("_count", {}, id=7)).result == {"n": 1}
+            assert (await client.call("_count", {}, id=7)).result == {"n": 2}

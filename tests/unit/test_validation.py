@@ -1,0 +1,261 @@
+"""Strict per-method validation: the method map, precise messages, clause mapping, cost."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from acp_conformance.clauses import registry
+from acp_conformance.core.connection import Role
+from acp_conformance.validation import SchemaIssue, SchemaValidator, clause_for
+
+A, C = Role.AGENT, Role.CLIENT
+
+#: method -> (receiver, request definition, response definition, notification definition)
+STABLE_METHODS: dict[str, tuple[Role | None, str | None, str | None, str | None]] = {
+    "initialize": (A, "InitializeRequest", "InitializeResponse", None),
+    "authenticate": (A, "AuthenticateRequest", "AuthenticateResponse", None),
+    "session/new": (A, "NewSessionRequest", "NewSessionResponse", None),
+    "session/load": (A, "LoadSessionRequest", "LoadSessionResponse", None),
+    "session/prompt": (A, "PromptRequest", "PromptResponse", None),
+    "session/set_mode": (A, "SetSessionModeRequest", "SetSessionModeResponse", None),
+    "session/cancel": (A, None, None, "CancelNotification"),
+    "session/update": (C, None, None, "SessionNotification"),
+    "session/request_permission": (C, "RequestPermissionRequest", "RequestPermissionResponse", None),
+    "fs/read_text_file": (C, "ReadTextFileRequest", "ReadTextFileResponse", None),
+    "fs/write_text_file": (C, "WriteTextFileRequest", "WriteTextFileResponse", None),
+    "terminal/create": (C, "CreateTerminalRequest", "CreateTerminalResponse", None),
+    "terminal/output": (C, "TerminalOutputRequest", "TerminalOutputResponse", None),
+    "terminal/wait_for_exit": (C, "WaitForTerminalExitRequest", "WaitForTerminalExitResponse", None),
+    "terminal/kill": (C, "KillTerminalRequest", "KillTerminalResponse", None),
+    "terminal/release": (C, "ReleaseTerminalRequest", "ReleaseTerminalResponse", None),
+    "$/cancel_request": (None, None, None, "CancelRequestNotification"),
+}
+
+SID = "sess-1"
+CHUNK = {
+    "sessionId": SID,
+    "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hi"}},
+}
+
+#: (definition, instance) pairs shaped like what real peers exchange.
+VALID: list[tuple[str, Any]] = [
+    (
+        "InitializeRequest",
+        {
+            "protocolVersion": 1,
+            "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True},
+            "clientInfo": {"name": "acp-conformance", "version": "0.1.0"},
+        },
+    ),
+    (
+        "InitializeResponse",
+        {
+            "protocolVersion": 1,
+            "agentCapabilities": {"loadSession": True, "promptCapabilities": {"image": True}},
+            "authMethods": [],
+        },
+    ),
+    ("NewSessionRequest", {"cwd": "/tmp/project", "mcpServers": []}),
+    ("NewSessionResponse", {"sessionId": SID}),
+    (
+        "PromptRequest",
+        {
+            "sessionId": SID,
+            "prompt": [
+                {"type": "text", "text": "Fix the bug"},
+                {"type": "resource_link", "uri": "file:///tmp/project/a.py", "name": "a.py"},
+            ],
+        },
+    ),
+    ("PromptResponse", {"stopReason": "end_turn"}),
+    ("CancelNotification", {"sessionId": SID}),
+    ("SessionNotification", CHUNK),
+    (
+        "SessionNotification",
+        {
+            "sessionId": SID,
+            "update": {
+                "sessionUpdate": "tool_call",
+                "toolCallId": "call_1",
+                "title": "Reading a.py",
+                "kind": "read",
+                "status": "pending",
+                "locations": [{"path": "/tmp/project/a.py", "line": 3}],
+            },
+        },
+    ),
+    (
+        "SessionNotification",
+        {
+            "sessionId": SID,
+            "update": {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "call_1",
+                "status": "completed",
+                "content": [{"type": "content", "content": {"type": "text", "text": "ok"}}],
+            },
+        },
+    ),
+    (
+        "SessionNotification",
+        {
+            "sessionId": SID,
+            "update": {
+                "sessionUpdate": "plan",
+                "entries": [{"content": "step", "priority": "high", "status": "in_progress"}],
+            },
+        },
+    ),
+    (
+        "RequestPermissionRequest",
+        {
+            "sessionId": SID,
+            "toolCall": {"toolCallId": "call_1", "title": "Edit a.py"},
+            "options": [
+                {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                {"optionId": "deny", "name": "Deny", "kind": "reject_once"},
+            ],
+        },
+    ),
+    ("RequestPermissionResponse", {"outcome": {"outcome": "selected", "optionId": "allow"}}),
+    ("RequestPermissionResponse", {"outcome": {"outcome": "cancelled"}}),
+    ("ReadTextFileRequest", {"sessionId": SID, "path": "/tmp/project/a.py", "line": 1, "limit": 10}),
+    ("ReadTextFileResponse", {"content": "print(1)\n"}),
+    ("WriteTextFileRequest", {"sessionId": SID, "path": "/tmp/project/a.py", "content": "x"}),
+    ("WriteTextFileResponse", {}),
+    ("CreateTerminalRequest", {"sessionId": SID, "command": "ls", "args": ["-la"], "outputByteLimit": 1024}),
+    ("CreateTerminalResponse", {"terminalId": "term-1"}),
+    ("TerminalOutputResponse", {"output": "a\n", "truncated": False, "exitStatus": {"exitCode": 0, "signal": None}}),
+    ("CancelRequestNotification", {"requestId": 3}),
+    ("Error", {"code": -32601, "message": "Method not found"}),
+    ("Error", {"code": -32002, "message": "Resource not found", "data": {"uri": "file:///x"}}),
+]
+
+
+# ------------------------------------------------------------------ method map
+def test_method_map_covers_every_stable_method(schema_validator: SchemaValidator) -> None:
+    for method, (receiver, request, response, notification) in STABLE_METHODS.items():
+        spec = schema_validator.spec(method)
+        assert spec is not None, f"{method} missing from the method map"
+        assert (spec.receiver, spec.request, spec.response, spec.notification) == (
+            receiver,
+            request,
+            response,
+            notification,
+        ), method
+        for name in (request, response, notification):
+            if name is not None:
+                assert schema_validator.has_definition(name)
+
+
+def test_methods_received_by_role(schema_validator: SchemaValidator) -> None:
+    by_agent = set(schema_validator.methods_received_by(Role.AGENT))
+    by_client = set(schema_validator.methods_received_by(Role.CLIENT))
+    assert {"initialize", "session/prompt", "session/cancel", "$/cancel_request"} <= by_agent
+    assert {"session/update", "fs/read_text_file", "terminal/create", "$/cancel_request"} <= by_client
+    assert by_agent & by_client == {"$/cancel_request"}
+    assert schema_validator.spec("_vendor/thing") is None
+
+
+# ------------------------------------------------------------------- verdicts
+@pytest.mark.parametrize(("definition", "instance"), VALID, ids=[f"{d}-{i}" for i, (d, _) in enumerate(VALID)])
+def test_typical_frames_are_valid(schema_validator: SchemaValidator, definition: str, instance: Any) -> None:
+    assert schema_validator.validate(definition, instance) == []
+
+
+def test_bad_content_block_type_lists_allowed_values(schema_validator: SchemaValidator) -> None:
+    (issue,) = schema_validator.validate(
+        "PromptRequest", {"sessionId": SID, "prompt": [{"type": "text", "text": "a"}, {"type": "txt", "text": "b"}]}
+    )
+    assert issue.definition == "PromptRequest" and issue.path == "/prompt/1"
+    assert "'txt'" in issue.message
+    for allowed in ("text", "image", "audio", "resource", "resource_link"):
+        assert f"'{allowed}'" in issue.message
+
+
+def test_bad_stop_reason_lists_the_five_values(schema_validator: SchemaValidator) -> None:
+    (issue,) = schema_validator.validate("PromptResponse", {"stopReason": "done"})
+    assert issue.path == "/stopReason" and "'done'" in issue.message
+    for allowed in ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"):
+        assert f"'{allowed}'" in issue.message
+    assert clause_for(issue, {"stopReason": "done"}) == "prompt.stop-reason.enum"
+
+
+def test_missing_required_field_is_named(schema_validator: SchemaValidator) -> None:
+    (issue,) = schema_validator.validate("RequestPermissionResponse", {"outcome": {"outcome": "selected"}})
+    assert issue.path == "/outcome" and "optionId" in issue.message and "required" in issue.message
+    assert clause_for(issue, None) == "perm.response.shape"
+
+
+def test_check_helpers_select_definitions_by_method(schema_validator: SchemaValidator) -> None:
+    v = schema_validator
+    assert v.check_request("session/prompt", {"sessionId": SID, "prompt": []}, True, Role.CLIENT) == []
+    (issue,) = v.check_request("session/prompt", None, False, Role.CLIENT)
+    assert issue.definition == "PromptRequest"
+    assert v.check_notification("session/update", CHUNK, True, Role.AGENT) == []
+    assert v.check_result("session/prompt", {"stopReason": "refusal"}) == []
+    assert [i.definition for i in v.check_result("session/prompt", {})] == ["PromptResponse"]
+    assert v.check_result("_unknown", {"anything": 1}) == []
+    assert v.check_error({"code": -32603, "message": "x"}) == []
+    assert [i.path for i in v.check_error({"code": -32603, "message": 1})] == ["/message"]
+
+
+# ------------------------------------------------------------- clause mapping
+BAD_UPDATES: list[tuple[dict[str, Any], str]] = [
+    ({"sessionUpdate": "agent_message_chunk", "content": {"type": "txt", "text": "x"}}, "update.chunk.shape"),
+    ({"sessionUpdate": "user_message_chunk"}, "update.chunk.shape"),
+    ({"sessionUpdate": "agent_thought_chunk", "content": "plain"}, "update.chunk.shape"),
+    ({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "x", "status": "nope"}, "update.tool-call.shape"),
+    ({"sessionUpdate": "tool_call_update", "status": "completed"}, "update.tool-call-update.shape"),
+    ({"sessionUpdate": "plan", "entries": [{"content": "x"}]}, "update.plan.shape"),
+    ({"sessionUpdate": "current_mode_update"}, "update.current-mode.shape"),
+    ({"sessionUpdate": "bogus"}, "update.discriminator"),
+    ({"text": "no discriminator"}, "update.discriminator"),
+]
+
+
+@pytest.mark.parametrize(("update", "clause"), BAD_UPDATES)
+def test_clause_for_maps_update_failures(schema_validator: SchemaValidator, update: Any, clause: str) -> None:
+    params = {"sessionId": SID, "update": update}
+    (issue,) = schema_validator.validate("SessionNotification", params)
+    assert issue.path.startswith("/update")
+    assert clause_for(issue, params) == clause
+
+
+def test_clause_for_session_id_and_generic(schema_validator: SchemaValidator) -> None:
+    params = {"sessionId": 7, "update": CHUNK["update"]}
+    (issue,) = schema_validator.validate("SessionNotification", params)
+    assert clause_for(issue, params) == "prompt.updates.session-id"
+    params2 = {"stopReason": "end_turn", "_meta": 5}
+    issues = schema_validator.validate("PromptResponse", params2)
+    assert [clause_for(i, params2) for i in issues] == ["schema.valid"]
+    assert clause_for(SchemaIssue("NoSuchDefinition", "", "x"), {}) == "schema.valid"
+
+
+def test_every_update_variant_has_a_registered_shape_clause(schema_validator: SchemaValidator) -> None:
+    variants = [
+        b["properties"]["sessionUpdate"]["const"] for b in schema_validator.definition("SessionUpdate")["oneOf"]
+    ]
+    assert len(variants) >= 10
+    reg = registry()
+    for kind in variants:
+        params = {"sessionId": SID, "update": {"sessionUpdate": kind, "_meta": 5}}
+        clause = clause_for(SchemaIssue("SessionNotification", "/update", "x"), params)
+        assert clause != "update.discriminator", f"{kind} has no specific shape clause"
+        assert clause in reg, clause
+
+
+# ----------------------------------------------------------------------- cost
+def test_session_update_validation_is_cheap(schema_validator: SchemaValidator) -> None:
+    validate = schema_validator.validate
+    for _ in range(100):
+        assert validate("SessionNotification", CHUNK) == []
+    n = 2000
+    start = time.perf_counter()
+    for _ in range(n):
+        validate("SessionNotification", CHUNK)
+    per_frame = (time.perf_counter() - start) / n
+    assert per_frame < 50e-6, f"{per_frame * 1e6:.1f} µs per session/update"
