@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from acp_conformance import client_plugin
+from acp_conformance._pytest_keys import HARNESS, STATE
 from acp_conformance.clauses import registry
 from acp_conformance.errors import AcpError, ConfigurationError, ConformanceFailure, PeerError
 from acp_conformance.harness import AgentConfig, AgentHarness
@@ -27,47 +29,33 @@ from acp_conformance.suite._support import INCONCLUSIVE, NOT_APPLICABLE
 from acp_conformance.suite_bindings import checked_clauses, passive_clauses, suite_dir
 from acp_conformance.validation import SchemaValidator
 
-_STATE = pytest.StashKey["AcpState"]()
 _CALL = pytest.StashKey[tuple[str, BaseException | None]]()
 
 
 class AcpState:
-    """Per-process state: parsed options, the schema, the compiled validator."""
+    """Per-process state: parsed options, the schema, the compiled validator.
 
-    def __init__(self, config: pytest.Config) -> None:
+    ``role`` is the role of the peer under test: "agent" (``--acp-agent``)
+    or "client" (``--acp-client``, whose details ``client_plugin`` owns).
+    """
+
+    def __init__(self, config: pytest.Config, role: str) -> None:
         opt = config.getoption
-        command: str = opt("acp_agent")
-        env: dict[str, str] = {}
-        for item in opt("acp_agent_env") or []:
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise pytest.UsageError(f"--acp-agent-env expects KEY=VALUE, got {item!r}")
-            env[key] = value
-        cwd = opt("acp_agent_cwd")
-        if cwd and not Path(cwd).is_dir():
-            raise pytest.UsageError(f"--acp-agent-cwd {cwd!r} is not a directory")
+        self.role = role
+        self.command: str = opt("acp_agent") if role == "agent" else opt("acp_client")
+        self.agent: AgentConfig | None = None
+        self.client: Any = None  # filled by client_plugin.configure
+        self.peer_info: dict[str, Any] | None = None
         for name in ("acp_timeout", "acp_startup_timeout"):
             if opt(name) <= 0:
                 raise pytest.UsageError(f"--{name.replace('_', '-')} must be positive, got {opt(name)}")
         if opt("acp_max_frame_bytes") < 1024:
             raise pytest.UsageError("--acp-max-frame-bytes must be at least 1024")
-        _preflight(command, env, cwd)
         try:
             self.schema = locate_schema(opt("acp_schema"), unstable=opt("acp_unstable"), start=Path.cwd())
         except ConfigurationError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.validator = SchemaValidator(self.schema.data)
-        self.agent = AgentConfig(
-            command=command,
-            env=env,
-            cwd=cwd,
-            timeout=opt("acp_timeout"),
-            startup_timeout=opt("acp_startup_timeout"),
-            max_frame_bytes=opt("acp_max_frame_bytes"),
-            prompt=opt("acp_prompt"),
-            tool_prompt=opt("acp_tool_prompt"),
-            auth_method=opt("acp_auth_method"),
-        )
         self.clauses: list[str] = list(opt("acp_clause") or [])
         reg = registry()
         for cid in self.clauses:
@@ -75,25 +63,53 @@ class AcpState:
                 reg.get(cid)
             except ConfigurationError as exc:
                 raise pytest.UsageError(f"--acp-clause: {exc}") from None
+        if role == "agent":
+            self.agent = _agent_config(config)
 
 
-def _preflight(command: str, env: dict[str, str], cwd: str | None) -> None:
+def _agent_config(config: pytest.Config) -> AgentConfig:
+    opt = config.getoption
+    command: str = opt("acp_agent")
+    env: dict[str, str] = {}
+    for item in opt("acp_agent_env") or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise pytest.UsageError(f"--acp-agent-env expects KEY=VALUE, got {item!r}")
+        env[key] = value
+    cwd = opt("acp_agent_cwd")
+    if cwd and not Path(cwd).is_dir():
+        raise pytest.UsageError(f"--acp-agent-cwd {cwd!r} is not a directory")
+    preflight("--acp-agent", command, env, cwd)
+    return AgentConfig(
+        command=command,
+        env=env,
+        cwd=cwd,
+        timeout=opt("acp_timeout"),
+        startup_timeout=opt("acp_startup_timeout"),
+        max_frame_bytes=opt("acp_max_frame_bytes"),
+        prompt=opt("acp_prompt"),
+        tool_prompt=opt("acp_tool_prompt"),
+        auth_method=opt("acp_auth_method"),
+    )
+
+
+def preflight(option: str, command: str, env: dict[str, str], cwd: str | None) -> None:
     """Reject a command that cannot possibly start, before any test runs."""
     try:
         argv = shlex.split(command)
     except ValueError as exc:
-        raise pytest.UsageError(f"--acp-agent: cannot parse {command!r}: {exc}") from None
+        raise pytest.UsageError(f"{option}: cannot parse {command!r}: {exc}") from None
     if not argv:
-        raise pytest.UsageError("--acp-agent is empty")
+        raise pytest.UsageError(f"{option} is empty")
     exe = argv[0]
     path = env.get("PATH", os.environ.get("PATH"))
     if os.sep in exe:
         candidate = Path(cwd or ".", exe) if not os.path.isabs(exe) else Path(exe)
         if not candidate.exists():
-            raise pytest.UsageError(f"--acp-agent: {exe!r} does not exist (command: {command})")
+            raise pytest.UsageError(f"{option}: {exe!r} does not exist (command: {command})")
     elif shutil.which(exe, path=path) is None:
         raise pytest.UsageError(
-            f"--acp-agent: command {exe!r} not found on PATH (command: {command}). Install it or give the full path."
+            f"{option}: command {exe!r} not found on PATH (command: {command}). Install it or give the full path."
         )
 
 
@@ -124,28 +140,34 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="prompt meant to make the agent use a tool / ask permission",
     )
     g.addoption("--acp-auth-method", metavar="ID", help="authenticate with this method id after initialize")
+    client_plugin.add_options(g)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "clause(*ids): the ACP clause ids this test checks")
-    if not config.getoption("acp_agent"):
+    agent, client = config.getoption("acp_agent"), config.getoption("acp_client")
+    if agent and client:
+        raise pytest.UsageError("give either --acp-agent or --acp-client, not both")
+    if not agent and not client:
         return
-    state = AcpState(config)
-    config.stash[_STATE] = state
+    state = AcpState(config, "agent" if agent else "client")
+    config.stash[STATE] = state
+    if state.role == "client":
+        client_plugin.configure(config, state)
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
-        config.args = [str(suite_dir("agent"))]
+        config.args = [str(suite_dir(state.role))]
     if not hasattr(config, "workerinput"):
         reporter = Reporter(config, state)
         config.pluginmanager.register(reporter, "acp-conformance-reporter")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    state = config.stash.get(_STATE, None)
+    state = config.stash.get(STATE, None)
     if state is None:
         return None
     s = state.schema
     return [
-        f"acp agent: {state.agent.command}",
+        f"acp {state.role}: {state.command}",
         f"acp schema: {s.version} from {s.source} {s.path} (sha256 {s.sha256[:12]})",
     ]
 
@@ -160,7 +182,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                         reg.get(cid)
                     except ConfigurationError as exc:
                         raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.clause: {exc}") from None
-    state = config.stash.get(_STATE, None)
+    state = config.stash.get(STATE, None)
     if state is None or not state.clauses:
         return
     wanted = set(state.clauses)
@@ -176,22 +198,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def acp_agent(request: pytest.FixtureRequest, tmp_path: Path) -> AgentHarness:
     """The agent under test: ``async with acp_agent.connect() as conn: ...``."""
-    state = request.config.stash.get(_STATE, None)
-    if state is None:
+    state = request.config.stash.get(STATE, None)
+    if state is None or state.agent is None:
         pytest.skip("no --acp-agent given")
     harness = AgentHarness(state.agent, state.validator, tmp_path)
-    request.node.stash[_HARNESS] = harness
+    request.node.stash[HARNESS] = harness
     return harness
-
-
-_HARNESS = pytest.StashKey[AgentHarness]()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     outcome = yield
     rep: pytest.TestReport = outcome.get_result()
-    harness = item.stash.get(_HARNESS, None)
+    harness = item.stash.get(HARNESS, None)
     if harness is None:
         return
     if call.when == "call" or (call.when == "setup" and rep.outcome != "passed"):
@@ -210,9 +229,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         rep.user_properties.append(("acp_peer", harness.peer_info))
 
 
-def _test_results(
-    item: pytest.Item, harness: AgentHarness, outcome: str, exc: BaseException | None
-) -> list[ClauseResult]:
+def _test_results(item: pytest.Item, harness: Any, outcome: str, exc: BaseException | None) -> list[ClauseResult]:
     results = list(harness.results)
     explicit = {r.clause for r in results}
     marked = [cid for m in item.iter_markers("clause") for cid in m.args]
@@ -267,10 +284,10 @@ class Reporter:
         self.state = state
         self.run = RunResults(
             registry=registry(),
-            role="agent",
-            command=state.agent.command,
-            checked=checked_clauses("agent"),
-            passive=passive_clauses("agent"),
+            role=state.role,
+            command=state.command,
+            checked=checked_clauses(state.role),
+            passive=passive_clauses(state.role),
             schema=state.schema.describe(),
             selection=", ".join(state.clauses) or None,
         )

@@ -34,6 +34,8 @@ LAYERS: list[tuple[str, int]] = [
     ("acp_conformance.suite_bindings", 7),
     ("acp_conformance.suite", 7),
     ("acp_conformance.pytest_plugin", 7),
+    ("acp_conformance.client_plugin", 7),
+    ("acp_conformance._pytest_keys", 7),
     ("acp_conformance.__main__", 8),
     ("acp_conformance", 8),
 ]

@@ -4,61 +4,33 @@
 ``BREAKAGES`` says, for each, which clause it breaks, the status the suite
 must give that clause, and any *collateral* clauses that the same defect
 necessarily breaks too (with the reason).  ``tests/e2e/test_broken_agents.py``
-runs the whole agent suite against each and asserts that the FAIL set is
-exactly ``{breaks} | also`` (FAIL and WARN alike) - so a check that cannot fail, or that fires
-on the wrong clause, is caught.
+runs the whole agent suite against each and asserts that the FAIL and WARN
+set is exactly ``{breaks} | also`` - so a check that cannot fail, or that
+fires on the wrong clause, is caught.
+
+Breakages live in this file and in ``broken_agents_*.py`` beside it (one
+module per area); this file merges them.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _breakage import Breakage, Filtered, Json
 
 from acp_conformance.core.events import Notification, Request
 from acp_conformance.peer import HandlerError, Peer
-from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent, Session, Turn
 from mock_agent.cli import main
 
-Json = dict[str, Any]
-
-
-def frame_filter(agent: MockAgent, fn: Callable[[dict[str, Any]], Any]) -> None:
-    """Rewrite every outgoing message with ``fn`` (returning a value to send,
-    bytes to send verbatim, or None to drop)."""
-
-    def wire(data: bytes) -> bytes:
-        msg = orjson.loads(data)
-        out = fn(msg)
-        if out is None:
-            return b""
-        if isinstance(out, bytes):
-            return out
-        return orjson.dumps(out) + b"\n"
-
-    agent.peer.wire_filter = wire
-
-
-class _Filtered(MockAgent):
-    """Base for agents that damage their frames on the wire."""
-
-    validate_outbound = False
-
-    def mangle(self, msg: dict[str, Any]) -> Any:
-        return msg
-
-    def make_peer(self, transport: Transport) -> Peer:
-        peer = super().make_peer(transport)
-        self._peer = peer
-        frame_filter(self, self.mangle)
-        return peer
+_Filtered = Filtered
 
 
 # ------------------------------------------------------------------ transport
@@ -334,17 +306,6 @@ class UnknownUpdateKind(MockAgent):
         await super().send_update(session_id, update)
 
 
-@dataclass(frozen=True)
-class Breakage:
-    """One broken agent and what the suite must say about it."""
-
-    agent: type[MockAgent]
-    breaks: str
-    status: str = "FAIL"
-    also: frozenset[str] = field(default_factory=frozenset)
-    why_also: str = ""
-
-
 BREAKAGES: dict[str, Breakage] = {
     "banner": Breakage(Banner, "transport.stdio.stdout-clean"),
     "bad-utf8": Breakage(BadUtf8, "transport.utf8"),
@@ -424,6 +385,14 @@ BREAKAGES: dict[str, Breakage] = {
     "bad-chunk-content": Breakage(BadChunkContent, "update.chunk.shape"),
     "unknown-update-kind": Breakage(UnknownUpdateKind, "update.discriminator"),
 }
+
+
+for _path in sorted(Path(__file__).resolve().parent.glob("broken_agents_*.py")):
+    _extra: dict[str, Breakage] = importlib.import_module(_path.stem).BREAKAGES
+    _clash = set(_extra) & set(BREAKAGES)
+    if _clash:
+        raise SystemExit(f"{_path.name}: breakage names already used: {sorted(_clash)}")
+    BREAKAGES.update(_extra)
 
 
 if __name__ == "__main__":

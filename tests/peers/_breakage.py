@@ -1,0 +1,63 @@
+"""Shared pieces of the broken test agents (see broken_agents.py)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from acp_conformance.peer import Peer
+from acp_conformance.transport.base import Transport
+from mock_agent import MockAgent
+
+__all__ = ["Breakage", "Filtered", "Json", "frame_filter"]
+
+Json = dict[str, Any]
+
+
+def frame_filter(agent: MockAgent, fn: Callable[[dict[str, Any]], Any]) -> None:
+    """Rewrite every outgoing message with ``fn`` (returning a value to send,
+    bytes to send verbatim, or None to drop)."""
+
+    def wire(data: bytes) -> bytes:
+        msg = orjson.loads(data)
+        out = fn(msg)
+        if out is None:
+            return b""
+        if isinstance(out, bytes):
+            return out
+        return orjson.dumps(out) + b"\n"
+
+    agent.peer.wire_filter = wire
+
+
+class Filtered(MockAgent):
+    """Base for agents that damage their frames on the wire: override ``mangle``."""
+
+    validate_outbound = False
+
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        return msg
+
+    def make_peer(self, transport: Transport) -> Peer:
+        peer = super().make_peer(transport)
+        self._peer = peer
+        frame_filter(self, self.mangle)
+        return peer
+
+
+@dataclass(frozen=True)
+class Breakage:
+    """One broken agent and what the suite must say about it."""
+
+    agent: type[MockAgent]
+    breaks: str
+    status: str = "FAIL"
+    also: frozenset[str] = field(default_factory=frozenset)
+    why_also: str = ""
