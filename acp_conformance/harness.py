@@ -53,6 +53,7 @@ class AgentConfig:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
     prompt: str = "Hello! Please reply with a short greeting."
     tool_prompt: str = "acp:tool Please create a file named acp-probe.txt containing 'hello' using your tools."
+    long_prompt: str = "acp:long Please count slowly from one to one thousand, one number per line."
     auth_method: str | None = None
 
 

@@ -89,6 +89,7 @@ def _agent_config(config: pytest.Config) -> AgentConfig:
         max_frame_bytes=opt("acp_max_frame_bytes"),
         prompt=opt("acp_prompt"),
         tool_prompt=opt("acp_tool_prompt"),
+        long_prompt=opt("acp_long_prompt"),
         auth_method=opt("acp_auth_method"),
     )
 
@@ -138,6 +139,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--acp-tool-prompt",
         default=AgentConfig.tool_prompt,
         help="prompt meant to make the agent use a tool / ask permission",
+    )
+    g.addoption(
+        "--acp-long-prompt",
+        default=AgentConfig.long_prompt,
+        help="prompt meant to keep the agent busy until cancelled (cancellation tests)",
     )
     g.addoption("--acp-auth-method", metavar="ID", help="authenticate with this method id after initialize")
     client_plugin.add_options(g)
