@@ -14,7 +14,7 @@ client are all a ``Peer`` plus handlers.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -120,7 +120,7 @@ class Peer:
             # caller as itself, not wrapped in a group by our reader task group.
             raise single_exception(group) from None
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Run a background task for as long as the peer is open."""
         assert self._tg is not None, "use `async with Peer(...)`"
         self._tg.start_soon(fn, *args)

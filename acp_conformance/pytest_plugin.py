@@ -192,7 +192,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if state is None or not state.clauses:
         return
     wanted = set(state.clauses)
-    keep, drop = [], []
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
     for item in items:
         ids = {cid for m in item.iter_markers("clause") for cid in m.args}
         (keep if ids & wanted else drop).append(item)
@@ -302,7 +303,7 @@ class Reporter:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "teardown":
             return
-        props = dict(report.user_properties)
+        props: dict[str, Any] = dict(report.user_properties)
         raw = props.get("acp_results")
         if raw is None:
             return

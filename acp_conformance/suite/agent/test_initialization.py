@@ -78,7 +78,7 @@ async def test_unsupported_future_version_gets_latest(acp_agent: AgentHarness) -
     version = result.get("protocolVersion") if isinstance(result, dict) else None
     acp_agent.check(
         "init.version.latest-otherwise",
-        error is None and _is_int(version) and 1 <= version < 999,
+        error is None and isinstance(version, int) and _is_int(version) and 1 <= version < 999,
         "a successful result with the agent's newest supported version (1 for a v1 agent), not 999",
         f"error {error!r}" if error else f"protocolVersion {version!r}",
     )
@@ -97,7 +97,7 @@ async def test_pre_release_version_0_gets_latest(acp_agent: AgentHarness) -> Non
     )
     acp_agent.check(
         "init.version.v0",
-        _is_int(version) and version >= 1,
+        isinstance(version, int) and _is_int(version) and version >= 1,
         "the agent's own version (1), since version 0 was a pre-release",
         f"protocolVersion {version!r}",
     )

@@ -1,0 +1,126 @@
+"""`pytest --acp-agent=...` end to end, the way a user runs it: from another
+directory, serially and under xdist, with good and bad input."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.e2e._suite_run import ROOT, live_processes_matching, run_suite
+
+PY = sys.executable
+REFERENCE = f"{PY} -m mock_agent"
+ECHO_AGENT = ROOT / ".peers" / "python-sdk-0.12.1" / "examples" / "echo_agent.py"
+
+
+def _pytest(tmp: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = dict(os.environ)
+    full_env.pop("PYTEST_XDIST_WORKER", None)
+    full_env.update(env or {})
+    return subprocess.run(
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+        cwd=tmp,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def test_reference_agent_is_conformant_serially_and_under_xdist(tmp_path: Path) -> None:
+    (tmp_path / "serial").mkdir()
+    (tmp_path / "xdist").mkdir()
+    serial = run_suite(REFERENCE, tmp_path / "serial")
+    parallel = run_suite(REFERENCE, tmp_path / "xdist", "-n", "2")
+    for run in (serial, parallel):
+        assert run.report["verdict"]["conformant"], run.stdout[-3000:]
+        assert run.returncode == 0
+        assert "ACP verdict: CONFORMANT" in run.stdout
+        assert not run.with_status("FAIL", "WARN")
+    # xdist must not change a single per-clause result.
+    assert serial.statuses() == parallel.statuses()
+    report = serial.report
+    assert report["peer"]["role"] == "agent"
+    assert report["peer"]["info"]["name"] == "acp-conformance-mock-agent"
+    assert report["schema"]["sha256"] and report["schema"]["version"]
+    assert (tmp_path / "serial" / "report.md").read_text().count("CONFORMANT") >= 1
+    passed = [c for c in report["clauses"] if c["status"] == "PASS"]
+    assert passed and all(c["tests"] for c in passed), "a PASS without any test behind it"
+
+
+def test_junitxml_carries_clause_ids(tmp_path: Path) -> None:
+    proc = _pytest(tmp_path, f"--acp-agent={REFERENCE}", "--acp-clause=jsonrpc.unknown-method", "--junitxml=j.xml")
+    tree = ET.parse(tmp_path / "j.xml")
+    props = [p.get("value") for p in tree.iter("property") if p.get("name") == "acp_clause"]
+    assert "jsonrpc.unknown-method=PASS" in props, props
+    # A partial run is never conformant: everything else is NOT_TESTED.
+    assert proc.returncode != 0
+    assert "ACP verdict: NOT CONFORMANT" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["--acp-agent=/nonexistent/agent --acp"], {}, "does not exist"),
+        (["--acp-agent=no-such-agent-binary-xyz"], {}, "not found on PATH"),
+        (["--acp-agent=python 'unterminated"], {}, "cannot parse"),
+        ([f"--acp-agent={REFERENCE}", "--acp-clause=no.such.clause"], {}, "unknown clause id 'no.such.clause'"),
+        ([f"--acp-agent={REFERENCE}", "--acp-clause=jsonrpc.unknown-metod"], {}, "Did you mean jsonrpc.unknown-method"),
+        ([f"--acp-agent={REFERENCE}", "--acp-agent-env=NOEQUALS"], {}, "KEY=VALUE"),
+        ([f"--acp-agent={REFERENCE}", "--acp-timeout=0"], {}, "must be positive"),
+        ([f"--acp-agent={REFERENCE}", "--acp-schema=/nonexistent/schema.json"], {}, "does not exist"),
+    ],
+)
+def test_bad_input_is_a_clear_usage_error(tmp_path: Path, args: list[str], env: dict[str, str], message: str) -> None:
+    proc = _pytest(tmp_path, *args, env=env)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 4, output
+    assert message in output
+    assert "Traceback" not in output
+
+
+def test_agent_that_exits_at_once_fails_with_its_stderr(tmp_path: Path) -> None:
+    agent = f"{PY} -c \"import sys; sys.stderr.write('fatal: no config file found\\n'); sys.exit(3)\""
+    start = time.monotonic()
+    run = run_suite(agent, tmp_path, "--acp-startup-timeout=5")
+    assert time.monotonic() - start < 120
+    assert not run.report["verdict"]["conformant"] and run.returncode != 0
+    statuses = run.statuses()
+    assert statuses["jsonrpc.every-request-answered"] == "FAIL"
+    clause = next(c for c in run.report["clauses"] if c["id"] == "jsonrpc.every-request-answered")
+    evidence = " ".join(t.get("evidence", "") + t["message"] for t in clause["tests"])
+    assert "fatal: no config file found" in evidence
+    assert "PASS" not in {s for cid, s in statuses.items() if cid.startswith("init.")}
+
+
+def test_agent_that_never_answers_initialize_does_not_hang(tmp_path: Path) -> None:
+    agent = f"{PY} -c \"import sys, time; sys.stderr.write('warming up\\n'); sys.stderr.flush(); time.sleep(600)\""
+    start = time.monotonic()
+    run = run_suite(agent, tmp_path, "--acp-startup-timeout=1", "--acp-timeout=1", "-n", "2")
+    assert time.monotonic() - start < 120
+    assert run.statuses()["jsonrpc.every-request-answered"] == "FAIL"
+    assert "within 1 s" in run.stdout
+    assert not live_processes_matching("time.sleep(600)")
+
+
+def test_banner_on_stdout_is_a_clear_fail_with_the_line(tmp_path: Path) -> None:
+    banner = ROOT / "tests" / "peers" / "broken_agents.py"
+    run = run_suite(f"{PY} {banner} banner", tmp_path)
+    clause = next(c for c in run.report["clauses"] if c["id"] == "transport.stdio.stdout-clean")
+    assert clause["status"] == "FAIL"
+    assert any("Starting my-agent" in t.get("evidence", "") for t in clause["tests"])
+
+
+@pytest.mark.skipif(not ECHO_AGENT.is_file(), reason="Python SDK examples not fetched (./run setup does it)")
+def test_python_sdk_echo_agent_gets_an_honest_verdict(tmp_path: Path) -> None:
+    pytest.importorskip("acp", reason="agent-client-protocol not installed")
+    run = run_suite(f"{PY} {ECHO_AGENT}", tmp_path, "-n", "2")
+    # agent-client-protocol 0.12.1's echo agent echoes any protocolVersion it is sent (999 too).
+    assert run.statuses()["init.version.latest-otherwise"] == "FAIL"
+    assert not run.report["verdict"]["conformant"]
