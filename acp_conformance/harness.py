@@ -16,11 +16,11 @@ from __future__ import annotations
 import os
 import tempfile
 import warnings
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from acp_conformance.checks import passive_results
 from acp_conformance.clauses import registry
@@ -34,7 +34,7 @@ from acp_conformance.transcript import Transcript, redactor
 from acp_conformance.transport.process import ProcessTransport, spawn
 from acp_conformance.validation import SchemaValidator
 
-__all__ = ["AcpSpecWarning", "AgentConfig", "AgentHarness", "Connection"]
+__all__ = ["AcpSpecWarning", "AgentConfig", "AgentHarness", "Connection", "PreparedPeer"]
 
 
 class AcpSpecWarning(UserWarning):
@@ -55,6 +55,18 @@ class AgentConfig:
     tool_prompt: str = "acp:tool Please create a file named acp-probe.txt containing 'hello' using your tools."
     long_prompt: str = "acp:long Please count slowly from one to one thousand, one number per line."
     auth_method: str | None = None
+    #: Optional per-connection preparation (peer profiles): called with a fresh
+    #: directory, entered around the agent process; its ``env`` is added to the
+    #: agent's environment and its ``evidence()`` joins failure reports.
+    setup: Callable[[Path], AbstractAsyncContextManager[PreparedPeer]] | None = None
+
+
+class PreparedPeer(Protocol):
+    """What a peer profile's setup yields for one connection."""
+
+    env: dict[str, str]
+
+    def evidence(self) -> str: ...
 
 
 @dataclass
@@ -85,6 +97,7 @@ class AgentHarness:
         self.connections: list[Connection] = []
         self.peer_info: dict[str, Any] | None = None
         self.body_completed = False
+        self.setups: list[PreparedPeer] = []
         self._n = 0
 
     # -------------------------------------------------------------- results
@@ -110,10 +123,14 @@ class AgentHarness:
         if conn is None:
             return ""
         text = conn.transcript.excerpt(last=last)
+        redact = redactor()
         tail = conn.stderr_tail()
         if tail:
-            redact = redactor()
             text += "\n--- agent stderr (last lines) ---\n" + "\n".join(redact(line) for line in tail)
+        for prepared in self.setups[-1:]:
+            extra = prepared.evidence()
+            if extra:
+                text += "\n--- peer profile (e.g. model endpoint requests) ---\n" + redact(extra)
         return text
 
     # ------------------------------------------------------------ connecting
@@ -138,7 +155,42 @@ class AgentHarness:
             transcript.add("stderr", line)
 
         cwd = self.config.cwd or tempfile.gettempdir()
-        async with spawn(self.config.command, env=self.config.env, cwd=cwd, on_stderr=on_stderr) as transport:
+        async with AsyncExitStack() as stack:
+            env = dict(self.config.env)
+            if self.config.setup is not None:
+                # A peer profile: per-connection HOME, config files, a scripted model endpoint...
+                prepared = await stack.enter_async_context(self.config.setup(self.workdir / f"peer-{self._n}"))
+                env.update(prepared.env)
+                self.setups.append(prepared)
+            async with self._connected(
+                env,
+                cwd,
+                on_stderr,
+                sandbox,
+                transcript,
+                capabilities,
+                permission,
+                initialize,
+                protocol_version,
+                terminals,
+            ) as conn:
+                yield conn
+
+    @asynccontextmanager
+    async def _connected(
+        self,
+        env: dict[str, str],
+        cwd: str,
+        on_stderr: Any,
+        sandbox: Sandbox,
+        transcript: Transcript,
+        capabilities: ClientCapabilities | None,
+        permission: PermissionPolicy | str,
+        initialize: bool,
+        protocol_version: Any,
+        terminals: VirtualTerminals | None,
+    ) -> AsyncIterator[Connection]:
+        async with spawn(self.config.command, env=env, cwd=cwd, on_stderr=on_stderr) as transport:
             peer = Peer(
                 transport,
                 Role.CLIENT,
