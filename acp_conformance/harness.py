@@ -159,7 +159,9 @@ class AgentHarness:
             env = dict(self.config.env)
             if self.config.setup is not None:
                 # A peer profile: per-connection HOME, config files, a scripted model endpoint...
-                prepared = await stack.enter_async_context(self.config.setup(self.workdir / f"peer-{self._n}"))
+                # One directory per test, shared by its connections: a second process must see
+                # the first one's persisted sessions (session/load from a fresh process).
+                prepared = await stack.enter_async_context(self.config.setup(self.workdir / "peer"))
                 env.update(prepared.env)
                 self.setups.append(prepared)
             async with self._connected(
