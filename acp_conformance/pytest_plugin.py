@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from acp_conformance import client_plugin
+from acp_conformance import agent_profiles, client_plugin
 from acp_conformance._pytest_keys import HARNESS, STATE
 from acp_conformance.clauses import registry
 from acp_conformance.errors import AcpError, ConfigurationError, ConformanceFailure, PeerError
@@ -65,6 +65,7 @@ class AcpState:
                 raise pytest.UsageError(f"--acp-clause: {exc}") from None
         if role == "agent":
             self.agent = _agent_config(config)
+            self.command = self.agent.command  # a profile name resolves to the installed program
 
 
 def _agent_config(config: pytest.Config) -> AgentConfig:
@@ -79,6 +80,13 @@ def _agent_config(config: pytest.Config) -> AgentConfig:
     cwd = opt("acp_agent_cwd")
     if cwd and not Path(cwd).is_dir():
         raise pytest.UsageError(f"--acp-agent-cwd {cwd!r} is not a directory")
+    try:
+        resolved = agent_profiles.resolve(command, opt("acp_model_stub"))
+    except agent_profiles.ProfileError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    setup = None
+    if resolved is not None:
+        command, setup = resolved
     preflight("--acp-agent", command, env, cwd)
     return AgentConfig(
         command=command,
@@ -91,6 +99,7 @@ def _agent_config(config: pytest.Config) -> AgentConfig:
         tool_prompt=opt("acp_tool_prompt"),
         long_prompt=opt("acp_long_prompt"),
         auth_method=opt("acp_auth_method"),
+        setup=setup,
     )
 
 
@@ -146,6 +155,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="prompt meant to keep the agent busy until cancelled (cancellation tests)",
     )
     g.addoption("--acp-auth-method", metavar="ID", help="authenticate with this method id after initialize")
+    g.addoption(
+        "--acp-model-stub",
+        metavar="KIND[:SCRIPT.toml]",
+        help="serve the agent's model API from a scripted endpoint on 127.0.0.1: anthropic (Messages API) or "
+        "openai (Responses API), optionally with a TOML script; implied when --acp-agent names a profile "
+        "(claude-agent-acp, codex-acp, zed-codex-acp) or runs one of those programs; 'none' turns it off",
+    )
     client_plugin.add_options(g)
 
 

@@ -1,14 +1,21 @@
 """Every agent clause check is proven: it FAILs (or WARNs) against an agent that
 breaks exactly that clause, and the reference agent is conformant.
 
-Each case runs the whole agent suite in a subprocess against one broken agent
+Each case runs the agent suite in a subprocess against one broken agent
 (tests/peers/broken_agents.py) and compares the set of findings with what the
 breakage declares.  A check that cannot fail, or that fires on the wrong
 clause, fails here.
+
+``ACP_PROOF=full`` (the default) runs the *whole* suite per broken agent and
+requires the FAIL/WARN set to equal ``{breaks} | also`` exactly.
+``ACP_PROOF=targeted`` runs only the tests bound to ``{breaks} | also`` (what
+``./run test`` uses to keep CI fast on two cores): the target must get its
+status and nothing outside the declared set may be flagged.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -25,13 +32,20 @@ PY = sys.executable
 @pytest.mark.parametrize("name", sorted(BREAKAGES))
 def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> None:
     b = BREAKAGES[name]
-    run = run_suite(f"{PY} {BROKEN} {name}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=3")
+    targeted = os.environ.get("ACP_PROOF", "full") == "targeted"
+    select = [f"--acp-clause={cid}" for cid in sorted({b.breaks} | b.also)] if targeted else []
+    run = run_suite(f"{PY} {BROKEN} {name}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=3", *select)
     findings = run.with_status("FAIL", "WARN")
     assert run.statuses()[b.breaks] == b.status, run.stdout[-3000:]
-    assert findings == {b.breaks} | b.also, (
-        f"{name}: expected findings {sorted({b.breaks} | b.also)}, got {sorted(findings)}\n{run.stdout[-3000:]}"
-    )
-    conformant = run.report["verdict"]["conformant"]
-    assert conformant == (b.status != "FAIL" and not (b.also & run.with_status("FAIL")))
-    assert (run.returncode == 0) == conformant
+    declared = {b.breaks} | b.also
+    if targeted:
+        assert findings <= declared, f"{name}: undeclared findings {sorted(findings - declared)}\n{run.stdout[-3000:]}"
+        assert not run.report["verdict"]["conformant"]  # a partial run never is
+    else:
+        assert findings == declared, (
+            f"{name}: expected findings {sorted(declared)}, got {sorted(findings)}\n{run.stdout[-3000:]}"
+        )
+        conformant = run.report["verdict"]["conformant"]
+        assert conformant == (b.status != "FAIL" and not (b.also & run.with_status("FAIL")))
+        assert (run.returncode == 0) == conformant
     assert not live_processes_matching(f"{BROKEN} {name}"), "the suite left agent processes running"

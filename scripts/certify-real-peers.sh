@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Certify the pinned real ACP agents and write their reports under reports/.
+# Run from the repository root after `./run setup`.  Each report records the exact
+# command, the peer's own agentInfo, the schema and the verdict.
+#
+#   scripts/certify-real-peers.sh            # all of them
+#   scripts/certify-real-peers.sh echo-agent # one (names below)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+PY="${PYTHON:-$ROOT/.venv/bin/python}"
+[ -x "$PY" ] || PY="$(command -v python3)"
+EX="$ROOT/.peers/python-sdk-0.12.1/examples"
+
+declare -A CMD=(
+  [python-sdk-echo-agent]="$PY $EX/echo_agent.py"
+  [python-sdk-agent]="$PY $EX/agent.py"
+  [ts-sdk-1.9.0-example-agent]="node $ROOT/node_modules/acp-ts-sdk-1.9.0/dist/examples/agent.js"
+)
+
+run_one() {
+  local name="$1" cmd="$2"; shift 2
+  echo "==> $name: $cmd" >&2
+  local work; work="$(mktemp -d)"
+  ( cd "$work" && "$PY" -m pytest -p no:cacheprovider -q -n 2 --acp-agent="$cmd" \
+      --acp-report-json="$ROOT/reports/$name.json" "$@" ) | tail -n 3 || true
+  rm -rf "$work"
+}
+
+want="${1:-all}"
+for name in "${!CMD[@]}"; do
+  if [ "$want" = all ] || [ "$want" = "$name" ]; then run_one "$name" "${CMD[$name]}"; fi
+done
