@@ -1,0 +1,342 @@
+"""``MockClient``: the reference ACP v1 client, built to be subclassed into broken ones.
+
+It launches an agent, initializes, opens one session in its working
+directory and runs one prompt turn per ``--prompt`` (or per stdin line),
+answering the agent's requests the way a conforming editor does:
+
+* permission: by policy (``allow_once``, ``reject``, ``hold`` until the
+  turn is cancelled, ...); on cancel, every pending request of the turn is
+  answered ``cancelled``, and so is any request arriving after the cancel;
+* fs: real files, confined to the session directory; ``line``/``limit``
+  honoured; a missing file is error -32002;
+* terminal: real processes (``mock_client.terminals``).
+
+SIGINT during a turn cancels it (``session/cancel``); SIGINT outside a
+turn ends the program.  Every message it sends is produced by one small
+method, so a broken test client overrides exactly the method whose
+behaviour it wants to get wrong.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import orjson
+
+from acp_conformance.client import ClientCapabilities, ClientEndpoint, Sandbox
+from acp_conformance.core import jsonrpc
+from acp_conformance.core.connection import Role
+from acp_conformance.core.events import Notification, Request
+from acp_conformance.errors import AcpError, PeerExited, RpcError
+from acp_conformance.peer import HandlerError, Peer
+from acp_conformance.transport.base import Transport
+from acp_conformance.transport.process import ProcessTransport, spawn
+from mock_client.terminals import RealTerminals
+
+if TYPE_CHECKING:
+    from acp_conformance.validation import SchemaValidator
+
+__all__ = ["CLIENT_NAME", "SUPPORTED_VERSION", "ClientOptions", "MockClient"]
+
+log = logging.getLogger("mock_client")
+
+CLIENT_NAME = "acp-conformance-mock-client"
+SUPPORTED_VERSION = 1
+ErrorCode = jsonrpc.ErrorCode
+
+
+@dataclass
+class ClientOptions:
+    agent: str
+    prompts: list[str] = field(default_factory=list)
+    stdin_prompts: bool = False
+    permission: str = "allow_once"
+    capabilities: ClientCapabilities = field(default_factory=ClientCapabilities)
+    cwd: str = field(default_factory=os.getcwd)
+    cancel_after_permission: bool = False
+    timeout: float = 300.0
+    report: str | None = None
+    quiet: bool = False
+
+
+class MockClient:
+    """A deterministic, conforming ACP v1 client; subclass it to break one thing."""
+
+    def __init__(self, options: ClientOptions, validator: SchemaValidator | None = None) -> None:
+        self.options = options
+        self.validator = validator
+        self.cwd = str(Path(options.cwd).resolve())
+        self._peer: Peer | None = None
+        self._endpoint: ClientEndpoint | None = None
+        self.terminals: RealTerminals | None = None
+        self.session_id: str | None = None
+        self.current_turn: Any = None  # request id of the running session/prompt
+        self.report: dict[str, Any] = {"turns": [], "permissions": [], "agent_stderr": [], "errors": []}
+        self._main_scope: anyio.CancelScope | None = None
+
+    # ---------------------------------------------------------------- parts
+    @property
+    def peer(self) -> Peer:
+        assert self._peer is not None
+        return self._peer
+
+    @property
+    def endpoint(self) -> ClientEndpoint:
+        assert self._endpoint is not None
+        return self._endpoint
+
+    def make_peer(self, transport: Transport) -> Peer:
+        return Peer(transport, Role.CLIENT, validator=self.validator, timeout=self.options.timeout)
+
+    def make_endpoint(self, peer: Peer) -> ClientEndpoint:
+        return ClientEndpoint(
+            peer,
+            capabilities=self.options.capabilities,
+            sandbox=Sandbox(self.cwd),
+            permission="hold" if self.options.cancel_after_permission else self.options.permission,
+            client_info={"name": CLIENT_NAME, "title": "ACP conformance mock client", "version": _version()},
+        )
+
+    def install_handlers(self, peer: Peer) -> None:
+        endpoint = self.endpoint
+        original_permission = peer.handlers["session/request_permission"]
+
+        async def on_permission(req: Request) -> Any:
+            result = await self.handle_permission(req, original_permission)
+            if self.options.cancel_after_permission and self.current_turn is not None and self.session_id:
+                if self.session_id not in endpoint.cancelled_sessions:
+                    peer.start_soon(self.cancel_turn)
+            return result
+
+        peer.handlers["session/request_permission"] = on_permission
+        self._fs_read, self._fs_write = peer.handlers["fs/read_text_file"], peer.handlers["fs/write_text_file"]
+        peer.handlers["fs/read_text_file"] = self.handle_read
+        peer.handlers["fs/write_text_file"] = self.handle_write
+        self.terminals = RealTerminals(peer.start_soon, self.cwd)
+        for name in ("create", "output", "wait_for_exit", "kill", "release"):
+            peer.handlers[f"terminal/{name}"] = self._terminal_handler(name)
+        peer.listeners.append(self.on_notification)
+
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        """Answer ``session/request_permission`` (the endpoint applies the policy)."""
+        return await default(req)
+
+    async def handle_read(self, req: Request) -> Any:
+        """``fs/read_text_file`` from the session directory (``ClientEndpoint``'s sandbox)."""
+        return await self._fs_read(req)
+
+    async def handle_write(self, req: Request) -> Any:
+        """``fs/write_text_file`` into the session directory."""
+        return await self._fs_write(req)
+
+    def _terminal_handler(self, name: str) -> Any:
+        async def handler(req: Request) -> Any:
+            if not self.options.capabilities.terminal:
+                self.peer.flag("term.gated", f"agent called {req.method} although terminal was not advertised",
+                               about=req)
+                raise HandlerError(ErrorCode.METHOD_NOT_FOUND, f"{req.method} is not supported by this client")
+            params = req.params if isinstance(req.params, dict) else {}
+            return await self.terminal_call(name, params)
+
+        return handler
+
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        assert self.terminals is not None
+        if name == "create":
+            return await self.terminals.create(params)
+        tid = params.get("terminalId")
+        if name == "output":
+            return await self.terminals.output(tid)
+        if name == "wait_for_exit":
+            return await self.terminals.wait_for_exit(tid)
+        if name == "kill":
+            return await self.terminals.kill(tid)
+        return await self.terminals.release(tid)
+
+    def on_notification(self, note: Notification) -> None:
+        if note.method != "session/update" or not isinstance(note.params, dict):
+            return
+        update = note.params.get("update")
+        if not isinstance(update, dict) or update.get("sessionUpdate") != "agent_message_chunk":
+            return
+        content = update.get("content")
+        if isinstance(content, dict) and isinstance(content.get("text"), str) and not self.options.quiet:
+            print(f"agent: {content['text']}", flush=True)
+
+    # ------------------------------------------------------------- messages
+    def initialize_params(self) -> dict[str, Any]:
+        return {
+            "protocolVersion": SUPPORTED_VERSION,
+            "clientCapabilities": self.options.capabilities.to_wire(),
+            "clientInfo": self.endpoint.client_info,
+        }
+
+    def session_params(self) -> dict[str, Any]:
+        return {"cwd": self.cwd, "mcpServers": []}
+
+    def prompt_blocks(self, text: str) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": text}]
+
+    def cancel_params(self, session_id: str) -> dict[str, Any]:
+        return {"sessionId": session_id}
+
+    # ----------------------------------------------------------------- flow
+    async def initialize(self) -> bool:
+        """``initialize``; False (and the connection is dropped) on a version we do not speak."""
+        result = await self.peer.request("initialize", self.initialize_params())
+        self.endpoint.init_result = result if isinstance(result, dict) else {}
+        self.report["initialize"] = self.endpoint.init_result
+        version = self.endpoint.init_result.get("protocolVersion")
+        if version != SUPPORTED_VERSION:
+            self.fail(f"the agent answered protocol version {version!r}; this client supports only "
+                      f"{SUPPORTED_VERSION}: disconnecting")
+            return False
+        return True
+
+    async def new_session(self) -> str:
+        result = await self.peer.request("session/new", self.session_params())
+        if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
+            raise RpcError("session/new", None, f"result carries no string sessionId: {result!r}")
+        sid: str = result["sessionId"]
+        self.endpoint.sessions[sid] = result
+        self.session_id = sid
+        return sid
+
+    async def run_turn(self, session_id: str, text: str) -> dict[str, Any]:
+        blocks = self.prompt_blocks(text)
+        rid = await self.peer.send_request("session/prompt", {"sessionId": session_id, "prompt": blocks})
+        self.current_turn = rid
+        try:
+            resp = await self.peer.wait_response(rid, method="session/prompt", timeout=self.options.timeout)
+        finally:
+            self.current_turn = None
+            self.endpoint.cancelled_sessions.discard(session_id)
+        record: dict[str, Any] = {"prompt": text}
+        if resp.is_error:
+            record["error"] = resp.error
+            self.fail(f"the prompt failed: {resp.error!r}")
+        else:
+            record["stopReason"] = resp.result.get("stopReason") if isinstance(resp.result, dict) else None
+            if not self.options.quiet:
+                print(f"[turn ended: {record['stopReason']}]", flush=True)
+        self.report["turns"].append(record)
+        return record
+
+    async def cancel_turn(self) -> None:
+        """Cancel the running turn: ``session/cancel``, then answer every pending
+        permission request of the session with ``cancelled``."""
+        sid = self.session_id
+        if sid is None or self.current_turn is None:
+            return
+        self.endpoint.cancelled_sessions.add(sid)
+        await self.send_cancel(sid)
+        await self.answer_pending_permissions(sid)
+
+    async def send_cancel(self, session_id: str) -> None:
+        await self.peer.notify("session/cancel", self.cancel_params(session_id))
+
+    async def answer_pending_permissions(self, session_id: str) -> None:
+        for call in self.endpoint.permission_calls:
+            if call.session_id == session_id and call.outcome is None:
+                await self.endpoint.answer_permission(call, {"outcome": "cancelled"})
+
+    def fail(self, message: str) -> None:
+        self.report["errors"].append(message)
+        log.error("%s", message)
+
+    async def _sigint(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT) as signals:
+            async for _ in signals:
+                if self.current_turn is not None:
+                    log.info("SIGINT: cancelling the running turn")
+                    await self.cancel_turn()
+                elif self._main_scope is not None:
+                    self._main_scope.cancel()
+
+    async def _stdin_lines(self) -> list[str] | None:
+        line = await anyio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
+        if not line:
+            return None
+        return [line.rstrip("\n")]
+
+    async def session_flow(self) -> int:
+        if not await self.initialize():
+            return 1
+        sid = await self.new_session()
+        for text in self.options.prompts:
+            record = await self.run_turn(sid, text)
+            if "error" in record:
+                return 1
+        if self.options.stdin_prompts:
+            while (lines := await self._stdin_lines()) is not None:
+                for text in lines:
+                    if text.strip():
+                        await self.run_turn(sid, text)
+        return 0
+
+    async def run(self) -> int:
+        code = 130
+        try:
+            async with self.spawn_agent() as transport:
+                self._peer = self.make_peer(transport)
+                self._endpoint = self.make_endpoint(self._peer)
+                self.install_handlers(self._peer)
+                async with self._peer:
+                    self._peer.start_soon(self._sigint)
+                    with anyio.CancelScope() as scope:
+                        self._main_scope = scope
+                        code = await self.session_flow()
+                    if self.terminals is not None:
+                        await self.terminals.close_all()
+                    await transport.close_output()
+                    await transport.wait_exit(2.0)
+        except PeerExited as exc:
+            self.fail(f"the agent exited: {exc.message}")
+            code = 1
+        except AcpError as exc:
+            self.fail(str(exc))
+            code = 1
+        finally:
+            self.record_report()
+        return code
+
+    def spawn_agent(self) -> AbstractAsyncContextManager[ProcessTransport]:
+        """Start the agent process (stderr drained line by line into the report)."""
+        return spawn(self.options.agent, cwd=self.cwd, on_stderr=self.on_agent_stderr)
+
+    def on_agent_stderr(self, line: str) -> None:
+        self.report["agent_stderr"].append(line)
+        if len(self.report["agent_stderr"]) > 200:
+            del self.report["agent_stderr"][:100]
+
+    def record_report(self) -> None:
+        if self._endpoint is not None:
+            self.report["permissions"] = [
+                {
+                    "options": [o.get("optionId") for o in (c.request.params or {}).get("options", [])
+                                if isinstance(o, dict)],
+                    "outcome": c.outcome,
+                }
+                for c in self._endpoint.permission_calls
+            ]
+        if self._peer is not None:
+            self.report["agent_violations"] = [
+                {"clause": v.clause_id, "message": v.message} for v in self._peer.violations()
+            ]
+        if self.options.report:
+            Path(self.options.report).write_bytes(orjson.dumps(self.report, option=orjson.OPT_INDENT_2))
+
+
+def _version() -> str:
+    from acp_conformance import __version__
+
+    return __version__
+
