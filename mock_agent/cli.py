@@ -58,6 +58,18 @@ def build_parser(prog: str = "python -m mock_agent") -> argparse.ArgumentParser:
         default=None,
         help="schema.json or a directory holding it (default: $ACP_CONFORMANCE_SCHEMA, node_modules, cache)",
     )
+    parser.add_argument(
+        "--scenario",
+        metavar="FILE",
+        default=None,
+        help="play this scenario file (plays: agent) beside the reference behaviour; "
+        "exit status 0 pass, 1 fail, 2 bad file, 3 inconclusive",
+    )
+    parser.add_argument("--verdict", metavar="FILE", default=None, help="with --scenario: write the JSON verdict here")
+    parser.add_argument("--seed", type=int, default=None, help="with --scenario: Faker seed (default: the file's)")
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="with --scenario: default deadline of every wait, seconds"
+    )
     return parser
 
 
@@ -84,8 +96,23 @@ def main(argv: Sequence[str] | None = None, *, agent_cls: type[MockAgent] = Mock
         level=getattr(logging, args.log_level.upper()),
         format="mock-agent %(levelname)s %(message)s",
     )
-    validator = None if args.no_validate else load_validator(args.schema)
-    agent = agent_cls(name=args.name, validator=validator)
+    if args.scenario is None:
+        for flag in ("verdict", "seed", "timeout"):
+            if getattr(args, flag) is not None:
+                print(f"mock-agent: --{flag} needs --scenario", file=sys.stderr)
+                return 2
+        validator = None if args.no_validate else load_validator(args.schema)
+        agent = agent_cls(name=args.name, validator=validator)
+    else:
+        # Only now the scenario machinery (pydantic, yaml) is imported: plain start-up stays lean.
+        from acp_conformance.errors import ScenarioError
+        from mock_agent.scenario_agent import make_scenario_agent
+
+        try:
+            agent = make_scenario_agent(args, agent_cls)
+        except ScenarioError as exc:
+            print(f"mock-agent: invalid scenario:\n{exc}", file=sys.stderr)
+            return 2
 
     from acp_conformance.transport.stdio import StdioTransport
 
@@ -99,4 +126,4 @@ def main(argv: Sequence[str] | None = None, *, agent_cls: type[MockAgent] = Mock
     except Exception:
         log.exception("the mock agent crashed")
         return 1
-    return 0
+    return int(getattr(agent, "exit_status", 0))
