@@ -1,0 +1,113 @@
+"""Authentication: authenticate, terminal methods, logout.
+
+``--acp-auth-method ID`` makes the harness authenticate after every
+initialize.  Without it, an agent that refuses session/new with -32000 is
+reported as blocked (INCONCLUSIVE) by the session tests; nothing here
+tries an advertised method on its own, since that may start an
+interactive login.  authMethods' shape is judged in test_initialization.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from acp_conformance.core.events import Response
+from acp_conformance.errors import PeerTimeout
+from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.suite._support import inconclusive, not_applicable
+from acp_conformance.suite.agent.test_sessions import AUTH_REQUIRED, describe, error_code, short
+
+pytestmark = pytest.mark.anyio
+
+
+def _methods(conn: Connection) -> list[Any]:
+    methods = (conn.client.init_result or {}).get("authMethods")
+    return methods if isinstance(methods, list) else []
+
+
+def _ids(conn: Connection) -> list[str]:
+    return [str(m.get("id")) for m in _methods(conn) if isinstance(m, dict)]
+
+
+@pytest.mark.clause("auth.authenticate.unknown-id")
+async def test_authenticate_with_an_unknown_method_is_an_error(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        bogus = "acp-conformance-no-such-method"
+        if bogus in _ids(conn):
+            inconclusive(f"the agent advertises a method named {bogus!r}")
+        try:
+            resp: Response | None = await conn.peer.call("authenticate", {"methodId": bogus})
+        except PeerTimeout:
+            resp = None
+        acp_agent.check(
+            "auth.authenticate.unknown-id",
+            resp is not None and resp.is_error,
+            f"an error for authenticate with the methodId {bogus!r}, which the agent did not advertise "
+            f"(advertised: {_ids(conn)})",
+            describe(resp),
+        )
+
+
+@pytest.mark.clause("auth.terminal.gated")
+async def test_no_terminal_methods_without_the_client_capability(acp_agent: AgentHarness) -> None:
+    """The suite's client never declares clientCapabilities.auth.terminal."""
+    async with acp_agent.connect() as conn:
+        terminal = [m for m in _methods(conn) if isinstance(m, dict) and m.get("type") == "terminal"]
+        acp_agent.check(
+            "auth.terminal.gated",
+            not terminal,
+            "no authMethods entry of type 'terminal' for a client that did not declare auth.terminal",
+            f"authMethods {short(terminal)}",
+        )
+
+
+@pytest.mark.clause("auth.authenticate.success")
+async def test_authenticate_with_the_configured_method(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:  # the harness authenticated with --acp-auth-method, if given
+        if acp_agent.config.auth_method is None:
+            if not _methods(conn):
+                not_applicable("the agent advertises no authMethods")
+            inconclusive(f"pass --acp-auth-method ID to judge authenticate (advertised: {', '.join(_ids(conn))})")
+        resp = next(e for e in conn.peer.events if isinstance(e, Response) and e.method == "authenticate")
+        acp_agent.check(
+            "auth.authenticate.success",
+            not resp.is_error and isinstance(resp.result, dict),
+            f"an object result for authenticate with {acp_agent.config.auth_method!r}",
+            describe(resp),
+        )
+
+
+@pytest.mark.clause("auth.logout.success", "auth.logout.reauth")
+async def test_logout(acp_agent: AgentHarness) -> None:
+    """Only with --acp-auth-method: logout ends the user's authenticated state, so the suite
+    sends it only when it can authenticate again (it does so at once)."""
+    async with acp_agent.connect() as conn:
+        if not conn.client.agent_supports("auth.logout"):
+            not_applicable("the agent does not advertise auth.logout")
+        if acp_agent.config.auth_method is None:
+            inconclusive(
+                "logout would end the user's authenticated state; the suite sends it only when it can "
+                "authenticate again: pass --acp-auth-method ID"
+            )
+        resp = await conn.peer.call("logout", {})
+        probe: Response | None = None
+        try:
+            if not resp.is_error:
+                probe = await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+        finally:
+            await conn.peer.call("authenticate", {"methodId": acp_agent.config.auth_method})
+        acp_agent.check(
+            "auth.logout.success",
+            not resp.is_error and isinstance(resp.result, dict),
+            "an object result for logout, which the agent advertises (agentCapabilities.auth.logout)",
+            describe(resp),
+        )
+        assert probe is not None
+        acp_agent.check(
+            "auth.logout.reauth",
+            error_code(probe) == AUTH_REQUIRED,
+            "session/new after logout to need authentication again (error -32000 auth_required)",
+            describe(probe),
+        )

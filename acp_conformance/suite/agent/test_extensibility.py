@@ -1,0 +1,249 @@
+"""Extensibility and errors: _meta everywhere, method names, invalid params, unknown sessions.
+
+Unknown ``_``-prefixed requests and notifications are judged in
+test_jsonrpc.py (ext.request.unknown, ext.notification.ignore).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from acp_conformance.checks.sessions import session_updates, trace_key_problems, undeclared_fields, update_kind
+from acp_conformance.core.events import Notification, Request, Response
+from acp_conformance.core.jsonrpc import ErrorCode
+from acp_conformance.errors import PeerTimeout
+from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.results import Status
+from acp_conformance.suite.agent.test_sessions import (
+    authenticate_if_configured,
+    check_auth,
+    describe,
+    error_code,
+    open_session,
+    prompt_turn,
+)
+
+pytestmark = pytest.mark.anyio
+
+Json = dict[str, Any]
+
+#: Ordinary extension data, string-valued.
+META: Json = {"acp-conformance.dev/probe": "meta"}
+#: Extension data whose values no receiver can have expected.
+ODD_META: Json = {
+    "acp-conformance.dev/null": None,
+    "acp-conformance.dev/list": [1, "two", {"three": [None, True]}],
+    "acp-conformance.dev/number": -1.5,
+    "acp-conformance.dev/flag": False,
+    "acp-conformance.dev/object": {"_meta": {"deeper": {}}},
+    "acp-conformance.dev/long": "x" * 4096,
+}
+
+
+async def _prompt_with_meta(acp: AgentHarness, conn: Connection, sid: str, meta: Json) -> Response:
+    """session/prompt with ``meta`` in its params and in its text block."""
+    block = {"type": "text", "text": acp.config.prompt, "_meta": meta}
+    resp = await conn.peer.call("session/prompt", {"sessionId": sid, "prompt": [block], "_meta": meta})
+    check_auth(acp, conn, resp)
+    return resp
+
+
+def _stopped(resp: Response) -> bool:
+    return not resp.is_error and isinstance(resp.result, dict) and "stopReason" in resp.result
+
+
+@pytest.mark.clause("ext.meta.everywhere", "cap.custom-meta", "ext.method.underscore")
+async def test_meta_is_accepted_everywhere(acp_agent: AgentHarness) -> None:
+    """_meta in initialize (params, clientInfo, capability objects), session/new and session/prompt (and its block)."""
+    async with acp_agent.connect(initialize=False) as conn:
+        caps = conn.client.capabilities.to_wire()
+        caps["fs"] = {**caps["fs"], "_meta": META}
+        caps["_meta"] = {"acp-conformance.dev": {"probe": True}}
+        params = {
+            "protocolVersion": 1,
+            "clientCapabilities": caps,
+            "clientInfo": {**conn.client.client_info, "_meta": META},
+            "_meta": META,
+        }
+        resp = await conn.peer.call("initialize", params, timeout=acp_agent.config.startup_timeout)
+        ok = not resp.is_error and isinstance(resp.result, dict) and "protocolVersion" in resp.result
+        acp_agent.check(
+            "cap.custom-meta",
+            ok,
+            "initialize with _meta in clientCapabilities and in its fs object answered normally",
+            describe(resp),
+        )
+        acp_agent.check(
+            "ext.meta.everywhere",
+            ok,
+            "initialize with _meta in params, clientInfo and the capability objects answered normally",
+            describe(resp),
+        )
+        assert isinstance(resp.result, dict)
+        conn.client.init_result = resp.result
+        await authenticate_if_configured(acp_agent, conn)
+        sid = await open_session(
+            acp_agent,
+            conn,
+            extra={"_meta": META},
+            clause="ext.meta.everywhere",
+            expected="session/new with _meta in its params answered with a sessionId",
+        )
+        resp = await _prompt_with_meta(acp_agent, conn, sid, META)
+        acp_agent.check(
+            "ext.meta.everywhere",
+            _stopped(resp),
+            "session/prompt with _meta in its params and in its text block to end with a stopReason",
+            describe(resp),
+        )
+        validator = acp_agent.validator
+        odd = sorted(
+            {
+                e.method
+                for e in conn.peer.events
+                if isinstance(e, (Request, Notification))
+                and validator.spec(e.method) is None
+                and not e.method.startswith("_")
+            }
+        )
+        acp_agent.check(
+            "ext.method.underscore",
+            not odd,
+            "every method the agent sent to be an ACP method or start with '_'",
+            f"custom methods without '_': {odd}",
+        )
+
+
+@pytest.mark.clause("ext.meta.no-assumptions")
+async def test_meta_values_are_not_interpreted(acp_agent: AgentHarness) -> None:
+    """_meta values of every JSON type (null, arrays, numbers, nested _meta, a long string) change nothing."""
+    async with acp_agent.connect() as conn:
+        sid = await open_session(acp_agent, conn)
+        resp = await _prompt_with_meta(acp_agent, conn, sid, ODD_META)
+        acp_agent.check(
+            "ext.meta.no-assumptions",
+            _stopped(resp),
+            "session/prompt with unusual _meta values (params and block) to end with a stopReason",
+            describe(resp),
+        )
+
+
+@pytest.mark.clause("jsonrpc.invalid-params")
+async def test_missing_required_params_get_invalid_params(acp_agent: AgentHarness) -> None:
+    """Only required fields and top-level types are broken: SDKs may default bad optional fields."""
+    async with acp_agent.connect() as conn:
+        sid = await open_session(acp_agent, conn)
+        resp = await conn.peer.call("session/new", {"mcpServers": []}, validate=False)
+        acp_agent.check(
+            "jsonrpc.invalid-params",
+            error_code(resp) == ErrorCode.INVALID_PARAMS,
+            "error -32602 for session/new without its required cwd",
+            describe(resp),
+        )
+        resp = await conn.peer.call(
+            "session/prompt", {"sessionId": sid, "prompt": acp_agent.config.prompt}, validate=False
+        )
+        acp_agent.check(
+            "jsonrpc.invalid-params",
+            error_code(resp) == ErrorCode.INVALID_PARAMS,
+            "error -32602 for session/prompt whose prompt is a string, not an array of content blocks",
+            describe(resp),
+        )
+
+
+@pytest.mark.clause("prompt.unknown-session", "error.resource-not-found")
+async def test_prompt_for_an_unknown_session(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        await open_session(acp_agent, conn)  # an auth-gated agent is reported as blocked
+        bogus = f"acp-conformance-unknown-{uuid.uuid4().hex}"
+        try:
+            resp: Response | None = await conn.peer.call(
+                "session/prompt", {"sessionId": bogus, "prompt": [{"type": "text", "text": acp_agent.config.prompt}]}
+            )
+        except PeerTimeout:
+            resp = None
+        acp_agent.check(
+            "prompt.unknown-session",
+            resp is not None and resp.is_error,
+            f"an error for session/prompt to the unknown session {bogus!r}",
+            describe(resp),
+        )
+        acp_agent.check(
+            "error.resource-not-found",
+            resp is not None and error_code(resp) == ErrorCode.RESOURCE_NOT_FOUND,
+            f"error -32002 (resource not found) for session/prompt to the unknown session {bogus!r}",
+            describe(resp),
+        )
+
+
+def _typed_payloads(acp: AgentHarness, conn: Connection) -> list[tuple[str, str, Any]]:
+    """``(where, schema definition, object)`` for everything the agent sent that the schema types."""
+    out: list[tuple[str, str, Any]] = []
+    for ev in conn.peer.events:
+        if isinstance(ev, Response):
+            if ev.is_error:
+                out.append((f"error answering {ev.method}", "Error", ev.error))
+                continue
+            spec = acp.validator.spec(ev.method) if ev.method else None
+            if spec is not None and spec.response is not None:
+                out.append((f"{ev.method} result", spec.response, ev.result))
+        elif isinstance(ev, (Request, Notification)):
+            spec = acp.validator.spec(ev.method)
+            name = (spec.request if isinstance(ev, Request) else spec.notification) if spec is not None else None
+            if name is not None:
+                out.append((f"{ev.method} params", name, ev.params))
+    return out
+
+
+@pytest.mark.clause("ext.meta.trace-keys", "session.info-update.fields", "ext.no-root-fields")
+async def test_custom_data_only_under_meta(acp_agent: AgentHarness) -> None:
+    """A session, a plain and a tool turn: every object the agent sends declares only spec fields
+    (custom data goes under _meta), and the W3C trace keys in _meta carry only trace context."""
+    async with acp_agent.connect() as conn:
+        sid = await open_session(acp_agent, conn)
+        await prompt_turn(acp_agent, conn, sid, acp_agent.config.prompt)
+        await prompt_turn(acp_agent, conn, sid, acp_agent.config.tool_prompt)
+        payloads = _typed_payloads(acp_agent, conn)
+        seen, bad_trace = 0, []
+        for where, _, obj in payloads:
+            n, problems = trace_key_problems(obj)
+            seen += n
+            bad_trace += [f"{where}: {p}" for p in problems]
+        if seen:
+            acp_agent.check(
+                "ext.meta.trace-keys",
+                not bad_trace,
+                "traceparent / tracestate / baggage at the root of _meta to hold W3C trace context only",
+                "; ".join(bad_trace[:5]),
+            )
+        else:
+            acp_agent.record("ext.meta.trace-keys", Status.NOT_APPLICABLE, "the agent sent no trace-context keys")
+        infos = [u for u in session_updates(conn.peer.events) if update_kind(u) == "session_info_update"]
+        if infos:
+            bad = [
+                f"{sorted(k for k in ('sessionId', 'cwd', 'additionalDirectories') if k in u['update'])}"
+                for u in infos
+                if any(k in u["update"] for k in ("sessionId", "cwd", "additionalDirectories"))
+            ]
+            acp_agent.check(
+                "session.info-update.fields",
+                not bad,
+                "session_info_update objects without sessionId, cwd or additionalDirectories",
+                f"{len(bad)} of {len(infos)} carry {bad[:3]}",
+            )
+        else:
+            acp_agent.record(
+                "session.info-update.fields", Status.NOT_APPLICABLE, "the agent sent no session_info_update"
+            )
+        defs = acp_agent.validator._defs  # the whole $defs: undeclared_fields follows $ref
+        extra = [f"{where}: {ptr}" for where, name, obj in payloads for ptr in undeclared_fields(defs, name, obj)]
+        acp_agent.check(
+            "ext.no-root-fields",
+            not extra,
+            f"no field the schema does not define in the {len(payloads)} typed message(s) from the agent "
+            "(custom data belongs under _meta)",
+            "; ".join(extra[:8]),
+        )

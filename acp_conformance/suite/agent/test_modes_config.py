@@ -1,0 +1,357 @@
+"""Session modes and config options: set_mode, set_config_option, their updates and payloads.
+
+Nothing assumes particular mode or option ids: the tests pick among what the
+agent advertised for the session (another mode than the current one, another
+value of an option, the option of category 'mode' first).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from acp_conformance.checks.sessions import (
+    boolean_options,
+    category_problems,
+    default_value_problems,
+    missing_option_ids,
+    mode_option,
+    mode_sync_problems,
+    option_ids,
+    select_values,
+    session_updates,
+    update_kind,
+)
+from acp_conformance.core.events import Response
+from acp_conformance.errors import PeerTimeout
+from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.results import Status
+from acp_conformance.suite._support import inconclusive, not_applicable
+from acp_conformance.suite.agent.test_sessions import (
+    answers,
+    describe,
+    open_session,
+    position,
+    short,
+    start_long_turn,
+)
+
+pytestmark = pytest.mark.anyio
+
+Json = dict[str, Any]
+
+
+def _modes(conn: Connection, sid: str) -> Json | None:
+    modes = conn.client.sessions[sid].get("modes")
+    return modes if isinstance(modes, dict) else None
+
+
+def _options(conn: Connection, sid: str) -> list[Json] | None:
+    options = conn.client.sessions[sid].get("configOptions")
+    return [o for o in options if isinstance(o, dict)] if isinstance(options, list) else None
+
+
+def _other_mode(modes: Json) -> str:
+    """A mode to switch to: another than the current one if there is one."""
+    ids: list[str] = [
+        m["id"] for m in modes.get("availableModes", []) if isinstance(m, dict) and isinstance(m.get("id"), str)
+    ]
+    if not ids:
+        not_applicable("the session's modes list no available mode")
+    current = modes.get("currentModeId")
+    return next((i for i in ids if i != current), ids[0])
+
+
+def _option_to_change(options: list[Json]) -> tuple[Json, str] | None:
+    """A select option with another value to choose (category 'mode' first)."""
+    ordered = sorted(options, key=lambda o: o.get("category") != "mode")
+    for option in ordered:
+        if option.get("type") != "select" or not isinstance(option.get("id"), str):
+            continue
+        other = [v for v in select_values(option) if v != option.get("currentValue")]
+        if other:
+            return option, other[0]
+    return None
+
+
+def _require_option_to_change(options: list[Json]) -> tuple[Json, str]:
+    choice = _option_to_change(options)
+    if choice is None:
+        not_applicable("no select config option offers a value other than its current one")
+    return choice
+
+
+def _mode_updates(conn: Connection, sid: str, start: int, end: int | None = None) -> list[Any]:
+    return [
+        u["update"].get("currentModeId")
+        for u in session_updates(conn.peer.events, start, end, sid)
+        if update_kind(u) == "current_mode_update"
+    ]
+
+
+def _config_updates(conn: Connection, sid: str, start: int, end: int | None = None) -> list[Any]:
+    return [
+        u["update"].get("configOptions")
+        for u in session_updates(conn.peer.events, start, end, sid)
+        if update_kind(u) == "config_option_update"
+    ]
+
+
+def _judge_config_updates(acp: AgentHarness, known: list[str], updates: list[Any]) -> None:
+    """config.update.complete on the updates seen after a state with option ids ``known``."""
+    if not updates:
+        acp.record("config.update.complete", Status.NOT_APPLICABLE, "the agent sent no config_option_update")
+        return
+    problems = []
+    for options in updates:
+        missing = missing_option_ids(known, options)
+        if missing:
+            problems.append(f"an update lists {option_ids(options)} and leaves out {missing}")
+        known = option_ids(options) or known
+    acp.check(
+        "config.update.complete",
+        not problems,
+        "every config_option_update to carry all of the session's config options",
+        "; ".join(problems),
+    )
+
+
+# -------------------------------------------------------------------- modes
+@pytest.mark.clause("mode.set.response", "config.update.complete")
+async def test_set_mode_changes_the_current_mode(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        sid = await open_session(acp_agent, conn)
+        modes = _modes(conn, sid)
+        if modes is None:
+            not_applicable("session/new returned no modes")
+        target = _other_mode(modes)
+        start = len(conn.peer.events)
+        resp = await conn.peer.call("session/set_mode", {"sessionId": sid, "modeId": target})
+        await open_session(acp_agent, conn)  # a round trip: updates sent just after the answer arrive before its own
+        reported = _mode_updates(conn, sid, start)
+        acp_agent.check(
+            "mode.set.response",
+            not resp.is_error and isinstance(resp.result, dict) and (not reported or reported[-1] == target),
+            f"an object result for session/set_mode to the advertised mode {target!r}, and any "
+            f"current_mode_update then naming {target!r} as currentModeId",
+            f"{describe(resp)}; current_mode_update currentModeId values: {reported}",
+        )
+        _judge_config_updates(acp_agent, option_ids(_options(conn, sid)), _config_updates(conn, sid, start))
+
+
+@pytest.mark.clause("mode.set.invalid")
+async def test_set_mode_to_an_unknown_mode_is_an_error(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        sid = await open_session(acp_agent, conn)
+        if _modes(conn, sid) is None:
+            not_applicable("session/new returned no modes")
+        resp = await conn.peer.call("session/set_mode", {"sessionId": sid, "modeId": "acp-conformance-no-such-mode"})
+        acp_agent.check(
+            "mode.set.invalid",
+            resp.is_error,
+            "an error for session/set_mode to 'acp-conformance-no-such-mode', which is not an available mode",
+            describe(resp),
+        )
+
+
+async def _during_a_turn(
+    acp: AgentHarness, conn: Connection, sid: str, clause: str, method: str, params: Json, what: str
+) -> None:
+    """Send ``method`` while a long turn runs: it must be answered (a result) before the turn ends."""
+    rid_turn, start = await start_long_turn(acp, conn, sid)
+    mark = len(conn.peer.events)
+    rid = await conn.peer.send_request(method, params)
+    is_answer = answers(rid)
+    try:
+        await conn.peer.wait_for(is_answer, start=mark, what=f"the answer to {method} during the turn")
+    except PeerTimeout:
+        pass  # judged below, once the turn is over
+    await conn.client.cancel(sid)
+    turn = await conn.client.finish_turn(sid, rid_turn, start)
+    resp = await conn.peer.wait_response(rid, method=method)
+    assert turn.response is not None
+    ended = position(conn.peer.events, turn.response)
+    if ended < mark:
+        inconclusive(f"the long turn ended ({describe(turn.response)}) before {method} was sent")
+    answered = position(conn.peer.events, resp)
+    acp.check(
+        clause,
+        not resp.is_error and answered < ended,
+        f"a result for {method} ({what}) sent while the turn runs, before the turn's session/prompt answer",
+        f"{describe(resp)}, "
+        + ("before" if answered < ended else f"only after the turn ended ({describe(turn.response)})"),
+    )
+
+
+@pytest.mark.clause("mode.set.anytime")
+async def test_set_mode_during_a_turn(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        sid = await open_session(acp_agent, conn)
+        modes = _modes(conn, sid)
+        if modes is None:
+            not_applicable("session/new returned no modes")
+        target = _other_mode(modes)
+        await _during_a_turn(
+            acp_agent,
+            conn,
+            sid,
+            "mode.set.anytime",
+            "session/set_mode",
+            {"sessionId": sid, "modeId": target},
+            f"mode {target!r}",
+        )
+
+
+# ----------------------------------------------------------- config options
+@pytest.mark.clause("config.set.response-complete")
+async def test_set_config_option_answers_the_full_state(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        sid = await open_session(acp_agent, conn)
+        options = _options(conn, sid)
+        if not options:
+            not_applicable("session/new returned no configOptions")
+        option, value = _require_option_to_change(options)
+        known = option_ids(options)
+        resp = await conn.peer.call(
+            "session/set_config_option", {"sessionId": sid, "configId": option["id"], "value": value}
+        )
+        got = resp.result.get("configOptions") if isinstance(resp.result, dict) else None
+        missing = missing_option_ids(known, got)
+        changed = next((o for o in got or [] if isinstance(o, dict) and o.get("id") == option["id"]), None)
+        acp_agent.check(
+            "config.set.response-complete",
+            not resp.is_error and not missing and changed is not None and changed.get("currentValue") == value,
+            f"configOptions with every option {known} and {option['id']!r} now at {value!r}",
+            describe(resp) if resp.is_error else f"missing {missing}; {option['id']!r}: {short(changed)}",
+        )
+
+
+@pytest.mark.clause("config.set.invalid")
+async def test_set_config_option_rejects_unknown_ids_and_values(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        sid = await open_session(acp_agent, conn)
+        options = _options(conn, sid)
+        if not options:
+            not_applicable("session/new returned no configOptions")
+        resp = await conn.peer.call(
+            "session/set_config_option",
+            {"sessionId": sid, "configId": "acp-conformance-no-such-option", "value": "x"},
+        )
+        acp_agent.check(
+            "config.set.invalid",
+            resp.is_error,
+            "an error for session/set_config_option of the unknown configId 'acp-conformance-no-such-option'",
+            describe(resp),
+        )
+        select = next((o for o in options if o.get("type") == "select" and isinstance(o.get("id"), str)), None)
+        if select is None:
+            return
+        resp = await conn.peer.call(
+            "session/set_config_option",
+            {"sessionId": sid, "configId": select["id"], "value": "acp-conformance-no-such-value"},
+        )
+        acp_agent.check(
+            "config.set.invalid",
+            resp.is_error,
+            f"an error for session/set_config_option of {select['id']!r} to 'acp-conformance-no-such-value', "
+            f"not one of its values {select_values(select)}",
+            describe(resp),
+        )
+
+
+@pytest.mark.clause("config.set.anytime")
+async def test_set_config_option_during_a_turn(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        sid = await open_session(acp_agent, conn)
+        options = _options(conn, sid)
+        if not options:
+            not_applicable("session/new returned no configOptions")
+        option, value = _require_option_to_change(options)
+        await _during_a_turn(
+            acp_agent,
+            conn,
+            sid,
+            "config.set.anytime",
+            "session/set_config_option",
+            {"sessionId": sid, "configId": option["id"], "value": value},
+            f"{option['id']!r} to {value!r}",
+        )
+
+
+@pytest.mark.clause(
+    "config.default-value",
+    "config.category.reserved",
+    "config.boolean.gated",
+    "mode.dual-advertise",
+    "config.update.complete",
+)
+async def test_config_option_payloads(acp_agent: AgentHarness) -> None:
+    """Every configOptions payload of a session (initial, set results, updates) after a mode and an option change."""
+    async with acp_agent.connect() as conn:
+        sid = await open_session(acp_agent, conn)
+        modes, options = _modes(conn, sid), _options(conn, sid)
+        if modes is None and mode_option(options) is None:
+            acp_agent.record(
+                "mode.dual-advertise",
+                Status.NOT_APPLICABLE,
+                "the session has neither modes nor a config option of category 'mode'",
+            )
+        elif modes is None or mode_option(options) is None:
+            acp_agent.check(
+                "mode.dual-advertise",
+                False,
+                "both modes and a configOptions entry of category 'mode' (during the transition period)",
+                "modes only" if modes is not None else "a config option of category 'mode' only",
+            )
+        payloads: list[tuple[str, Any]] = [("session/new", options)]
+        states: list[tuple[str, Any, Any]] = [("session/new", modes.get("currentModeId") if modes else None, options)]
+        start = len(conn.peer.events)
+        if modes is not None:
+            target = _other_mode(modes)
+            await conn.peer.call("session/set_mode", {"sessionId": sid, "modeId": target})
+            await open_session(acp_agent, conn)  # a round trip for updates sent after the answer
+            reported = _mode_updates(conn, sid, start)
+            current = reported[-1] if reported else target
+            for update in _config_updates(conn, sid, start):
+                states.append((f"config_option_update after set_mode {target!r}", current, update))
+        choice = _option_to_change(options) if options else None
+        if choice is not None:
+            option, value = choice
+            mark = len(conn.peer.events)
+            resp: Response = await conn.peer.call(
+                "session/set_config_option", {"sessionId": sid, "configId": option["id"], "value": value}
+            )
+            await open_session(acp_agent, conn)
+            if isinstance(resp.result, dict):
+                payloads.append(("session/set_config_option result", resp.result.get("configOptions")))
+            reported = _mode_updates(conn, sid, mark)
+            if reported and isinstance(resp.result, dict):
+                states.append((f"after set_config_option {option['id']}", reported[-1], resp.result["configOptions"]))
+        updates = _config_updates(conn, sid, start)
+        payloads += [("config_option_update", u) for u in updates]
+        if modes is not None and mode_option(options) is not None:
+            unsynced = [f"{where}: {p}" for where, mode, opts in states for p in mode_sync_problems(mode, opts)]
+            acp_agent.check(
+                "mode.dual-advertise",
+                not unsynced,
+                "modes and the config option of category 'mode' to name the same current mode",
+                "; ".join(unsynced),
+            )
+        if not options:
+            not_applicable("session/new returned no configOptions")
+        _judge_config_updates(acp_agent, option_ids(options), updates)
+        found = {
+            "config.default-value": [f"{w}: {p}" for w, opts in payloads for p in default_value_problems(opts)],
+            "config.category.reserved": [f"{w}: {p}" for w, opts in payloads for p in category_problems(opts)],
+            "config.boolean.gated": [
+                f"{w}: boolean option {b!r}" for w, opts in payloads for b in boolean_options(opts)
+            ],
+        }
+        expected = {
+            "config.default-value": "every option with a current value, a select's being one of its values",
+            "config.category.reserved": "categories among mode, model, model_config, thought_level or starting with _",
+            "config.boolean.gated": "no boolean option: the client did not declare session.configOptions.boolean",
+        }
+        for clause, problems in found.items():
+            acp_agent.check(clause, not problems, expected[clause], "; ".join(problems[:5]))

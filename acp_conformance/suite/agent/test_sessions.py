@@ -1,0 +1,830 @@
+"""Sessions: session/new (cwd, MCP servers), load and its replay, resume, close, list, delete.
+
+The helpers at the top are shared by the other session-area modules
+(modes/config, extensibility, auth): ``open_session`` and ``prompt_turn``
+report an agent that refuses with -32000 (auth_required) while no
+``--acp-auth-method`` was given as INCONCLUSIVE ("blocked"), never as a
+pass or a failure of the clause under test.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import uuid
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+from acp_conformance.checks.sessions import (
+    extra_result_keys,
+    history,
+    is_within,
+    message_id_problems,
+    replay_problems,
+    session_updates,
+    update_kind,
+)
+from acp_conformance.client import Turn
+from acp_conformance.core import jsonrpc
+from acp_conformance.core.events import Event, Notification, Request, Response
+from acp_conformance.errors import PeerTimeout
+from acp_conformance.harness import AcpSpecWarning, AgentHarness, Connection
+from acp_conformance.results import Status
+from acp_conformance.suite._support import inconclusive, not_applicable
+
+pytestmark = pytest.mark.anyio
+
+Json = dict[str, Any]
+AUTH_REQUIRED = jsonrpc.ErrorCode.AUTH_REQUIRED
+RESOURCE_NOT_FOUND = jsonrpc.ErrorCode.RESOURCE_NOT_FOUND
+#: Longest session/list paging the suite follows before calling it endless.
+MAX_PAGES = 20
+
+
+# ------------------------------------------------------------------ helpers
+def error_code(resp: Response) -> Any:
+    return resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
+
+
+def short(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def describe(resp: Response | None) -> str:
+    if resp is None:
+        return "no answer"
+    return f"error {short(resp.error, 500)}" if resp.is_error else f"result {short(resp.result, 500)}"
+
+
+def blocked_by_auth(acp: AgentHarness, conn: Connection) -> NoReturn:
+    """The agent refuses with auth_required: nothing here can be judged."""
+    methods = (conn.client.init_result or {}).get("authMethods") or []
+    ids = ", ".join(str(m.get("id")) for m in methods if isinstance(m, dict)) or "none"
+    if acp.config.auth_method is None:
+        inconclusive(f"agent requires authentication; pass --acp-auth-method ID (advertised: {ids})")
+    inconclusive(
+        f"agent still answers -32000 (auth_required) after authenticate with {acp.config.auth_method!r} "
+        f"(advertised: {ids})"
+    )
+
+
+def check_auth(acp: AgentHarness, conn: Connection, resp: Response | None) -> None:
+    if resp is not None and error_code(resp) == AUTH_REQUIRED:
+        blocked_by_auth(acp, conn)
+
+
+def warn(acp: AgentHarness, clause: str, expected: str, actual: str) -> None:
+    """A WARN for a finding the registry grades below its clause's level."""
+    message = f"expected {expected}; observed {actual}"
+    acp.record(clause, Status.WARN, message, acp.evidence())
+    warnings.warn(AcpSpecWarning(f"[{clause}] {message}"), stacklevel=2)
+
+
+async def authenticate_if_configured(acp: AgentHarness, conn: Connection) -> None:
+    """What the harness does after its own initialize, for tests that initialize themselves."""
+    if acp.config.auth_method:
+        await conn.peer.request("authenticate", {"methodId": acp.config.auth_method})
+
+
+async def open_session(
+    acp: AgentHarness,
+    conn: Connection,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    extra: Json | None = None,
+    clause: str = "session.new.unique-id",
+    expected: str = "session/new to succeed with a string sessionId",
+) -> str:
+    """``session/new`` (in the sandbox unless ``cwd``), judged on ``clause``."""
+    params: Json = {"cwd": str(cwd or conn.sandbox.root), "mcpServers": [], **(extra or {})}
+    resp = await conn.peer.call("session/new", params)
+    check_auth(acp, conn, resp)
+    ok = not resp.is_error and isinstance(resp.result, dict) and isinstance(resp.result.get("sessionId"), str)
+    acp.check(clause, ok, expected, describe(resp))
+    assert isinstance(resp.result, dict)
+    sid: str = resp.result["sessionId"]
+    conn.client.sessions[sid] = resp.result
+    return sid
+
+
+async def prompt_turn(acp: AgentHarness, conn: Connection, sid: str, prompt: Any) -> Turn:
+    """One prompt turn; an auth_required answer makes the test INCONCLUSIVE."""
+    turn = await conn.client.prompt(sid, prompt)
+    check_auth(acp, conn, turn.response)
+    resp = turn.response
+    assert resp is not None
+    acp.check(
+        "prompt.response.stop-reason",
+        not resp.is_error and isinstance(resp.result, dict) and "stopReason" in resp.result,
+        "session/prompt to end with a result carrying stopReason",
+        describe(resp),
+    )
+    return turn
+
+
+def position(events: Sequence[Event], ev: Event) -> int:
+    """Where ``ev`` (this very object) sits in the arrival order."""
+    return next(i for i, e in enumerate(events) if e is ev)
+
+
+def answers(rid: Any) -> Callable[[Event], bool]:
+    key = jsonrpc.id_key(rid)
+    return lambda e: isinstance(e, Response) and e.method is not None and jsonrpc.id_key(e.id) == key
+
+
+def update_for(sid: str) -> Callable[[Event], bool]:
+    return lambda e: (
+        isinstance(e, Notification)
+        and e.method == "session/update"
+        and isinstance(e.params, dict)
+        and e.params.get("sessionId") == sid
+    )
+
+
+async def start_long_turn(acp: AgentHarness, conn: Connection, sid: str) -> tuple[Any, int]:
+    """Start the long prompt and wait until it streams; INCONCLUSIVE if it ends first."""
+    rid, start = await conn.client.send_prompt(sid, acp.config.long_prompt)
+    is_update, is_answer = update_for(sid), answers(rid)
+    first = await conn.peer.wait_for(
+        lambda e: is_update(e) or is_answer(e), start=start, what="the first update of the long prompt turn"
+    )
+    if isinstance(first, Response):
+        check_auth(acp, conn, first)
+        inconclusive(f"the long prompt turn ended before streaming anything ({describe(first)})")
+    return rid, start
+
+
+def require(conn: Connection, capability: str, what: str) -> None:
+    if not conn.client.agent_supports(capability):
+        not_applicable(f"the agent does not advertise {what}")
+
+
+# -------------------------------------------------------------- session/new
+@pytest.mark.clause("session.cwd.relative-rejected")
+async def test_relative_cwd_is_rejected(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        await open_session(acp_agent, conn)  # an auth-gated agent is reported as blocked, not judged
+        resp = await conn.peer.call("session/new", {"cwd": "acp-conformance/relative", "mcpServers": []})
+        acp_agent.check(
+            "session.cwd.relative-rejected",
+            resp.is_error,
+            "an error for session/new with the relative cwd 'acp-conformance/relative'",
+            describe(resp),
+        )
+
+
+MCP_STUB = '''\
+"""A minimal stdio MCP server (no tools) written by acp-conformance."""
+import json
+import sys
+
+for line in sys.stdin:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    if not isinstance(msg, dict) or "id" not in msg or "method" not in msg:
+        continue
+    method, params = msg["method"], msg.get("params") or {}
+    if method == "initialize":
+        result = {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "acp-conformance-stub", "version": "1"},
+        }
+        out = {"jsonrpc": "2.0", "id": msg["id"], "result": result}
+    elif method == "tools/list":
+        out = {"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": []}}
+    elif method == "ping":
+        out = {"jsonrpc": "2.0", "id": msg["id"], "result": {}}
+    else:
+        out = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "Method not found"}}
+    sys.stdout.write(json.dumps(out) + "\\n")
+    sys.stdout.flush()
+'''
+
+
+@pytest.mark.clause("session.mcp.stdio")
+async def test_stdio_mcp_server_is_accepted(acp_agent: AgentHarness) -> None:
+    """Every agent supports stdio MCP servers: a well-formed entry must not be refused."""
+    stub = acp_agent.workdir / "acp_conformance_mcp_stub.py"
+    stub.write_text(MCP_STUB, "utf-8")
+    server = {"name": "acp-conformance-stub", "command": sys.executable, "args": [str(stub)], "env": []}
+    async with acp_agent.connect() as conn:
+        await open_session(
+            acp_agent,
+            conn,
+            extra={"mcpServers": [server]},
+            clause="session.mcp.stdio",
+            expected=f"session/new with the stdio MCP server {server} to succeed",
+        )
+
+
+def _paths_of_turn(conn: Connection, start: int, end: int) -> list[tuple[str, str]]:
+    """``(where, absolute path)`` for every path the agent used in ``events[start:end]``."""
+    found: list[tuple[str, str]] = []
+
+    def add(where: str, path: Any) -> None:
+        if isinstance(path, str) and os.path.isabs(path):
+            found.append((where, path))
+
+    def locations(where: str, obj: Any) -> None:
+        if not isinstance(obj, dict):
+            return
+        for loc in obj.get("locations") or []:
+            if isinstance(loc, dict):
+                add(f"{where} location", loc.get("path"))
+        for item in obj.get("content") or []:
+            if isinstance(item, dict) and item.get("type") == "diff":
+                add(f"{where} diff", item.get("path"))
+
+    for ev in conn.peer.events[start:end]:
+        params = ev.params if isinstance(ev, (Request, Notification)) and isinstance(ev.params, dict) else None
+        if params is None:
+            continue
+        if isinstance(ev, Request):
+            if ev.method in ("fs/read_text_file", "fs/write_text_file"):
+                add(ev.method, params.get("path"))
+            elif ev.method == "terminal/create":
+                add("terminal/create cwd", params.get("cwd"))
+            elif ev.method == "session/request_permission":
+                locations("permission toolCall", params.get("toolCall"))
+        elif update_kind(params) in ("tool_call", "tool_call_update"):
+            locations(update_kind(params) or "", params.get("update"))
+    return found
+
+
+@pytest.mark.clause("session.cwd.authoritative", "session.roots.boundary")
+async def test_tool_paths_follow_the_session_cwd(acp_agent: AgentHarness) -> None:
+    """A tool turn: paths must resolve against the session cwd, not the agent's own process directory.
+
+    The agent process runs in another directory (the temp dir, or --acp-agent-cwd);
+    a file the tool prompt names (acp-probe.txt by default) that turns up in that
+    directory instead of the session cwd is what resolving against it produces.
+    """
+    process_dir = Path(acp_agent.config.cwd or tempfile.gettempdir()).resolve()
+    async with acp_agent.connect() as conn:
+        root = conn.sandbox.root
+        sid = await open_session(acp_agent, conn)
+        turn = await prompt_turn(acp_agent, conn, sid, acp_agent.config.tool_prompt)
+        paths = _paths_of_turn(conn, turn.start_event, turn.end_event)
+        if not paths:
+            inconclusive("the tool turn used no file path (no fs/*, terminal cwd or tool call location)")
+        outside = [p for p in paths if not is_within(p[1], root)]
+        acp_agent.check(
+            "session.roots.boundary",
+            not outside,
+            f"every path of the tool turn inside the session's root set [{root}]",
+            f"outside: {outside[:5]}",
+        )
+        inside = [p for p in paths if is_within(p[1], root)]
+        # A file the prompt names, placed in the process directory instead of the session cwd.
+        prompt = acp_agent.config.tool_prompt
+        stray = [p for p in outside if is_within(p[1], process_dir) and os.path.basename(p[1]) in prompt]
+        if stray or inside:
+            acp_agent.check(
+                "session.cwd.authoritative",
+                not stray,
+                f"files the tool prompt names resolved against the session cwd {root}, not against the "
+                f"agent's process directory {process_dir}",
+                f"resolved against the process directory: {stray[:5]}",
+            )
+        else:
+            acp_agent.record(
+                "session.cwd.authoritative",
+                Status.INCONCLUSIVE,
+                f"no path of the tool turn lies in the session cwd or names a file of the prompt: {paths[:5]}",
+            )
+
+
+# ------------------------------------------------------------- session/load
+@dataclass
+class _Load:
+    """One session/load as observed."""
+
+    where: str
+    resp: Response
+    #: every session/update between the request and its response, in order
+    replay: list[Json] = field(default_factory=list)
+    #: history updates of the session after the response (until a round trip)
+    late: list[Json] = field(default_factory=list)
+
+
+async def _load(acp: AgentHarness, conn: Connection, sid: str, cwd: str, where: str) -> _Load:
+    start = len(conn.peer.events)
+    resp = await conn.peer.call("session/load", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
+    check_auth(acp, conn, resp)
+    end = position(conn.peer.events, resp)
+    load = _Load(where, resp, session_updates(conn.peer.events, start, end))
+    if not resp.is_error:
+        await open_session(acp, conn)  # a round trip: replay sent after the answer would precede its answer
+        load.late = history(session_updates(conn.peer.events, end + 1, None, sid))
+    return load
+
+
+def _judge_load(acp: AgentHarness, load: _Load, sid: str, turns: Sequence[tuple[str, Sequence[Json]]]) -> None:
+    result = load.resp.result
+    if result is None:
+        # The docs' example answers null; the schema wants an object (registry note: a warning only).
+        warn(acp, "session.load.response", "an object result (LoadSessionResponse)", f"result null {load.where}")
+    else:
+        acp.check(
+            "session.load.response",
+            isinstance(result, dict),
+            f"an object result (LoadSessionResponse) {load.where}",
+            f"result {short(result)}",
+        )
+    foreign = [u.get("sessionId") for u in load.replay if u.get("sessionId") != sid]
+    acp.check(
+        "session.load.replay-session-id",
+        not foreign,
+        f"every update replayed {load.where} to carry the loaded sessionId {sid!r}",
+        f"sessionIds {sorted(set(map(str, foreign)))}",
+    )
+    acp.check(
+        "session.load.replay-before-response",
+        not load.late,
+        f"the whole replay before the session/load response {load.where}",
+        f"{len(load.late)} history update(s) after the response, first: {short(load.late[:1])}",
+    )
+    problems = replay_problems(turns, load.replay)
+    acp.check(
+        "session.load.replay-all",
+        not problems,
+        f"the whole conversation ({len(turns)} turn(s)) replayed before the response {load.where}",
+        "; ".join(problems) + f" (replayed kinds: {[update_kind(u) for u in load.replay][:30]})",
+    )
+    chunks = [u for u in load.replay if isinstance(u.get("update"), dict) and "messageId" in u["update"]]
+    if not any(isinstance(u["update"].get("messageId"), str) for u in chunks):
+        acp.record(
+            "session.load.message-ids", Status.NOT_APPLICABLE, f"no replayed chunk carries a messageId {load.where}"
+        )
+        return
+    bad = message_id_problems(load.replay)
+    acp.check(
+        "session.load.message-ids",
+        not bad,
+        f"a distinct messageId per replayed message {load.where}",
+        "; ".join(bad),
+    )
+
+
+async def _continue(acp: AgentHarness, conn: Connection, sid: str, where: str) -> tuple[str, list[Json]]:
+    prompt = acp.config.prompt
+    turn = await conn.client.prompt(sid, prompt)
+    check_auth(acp, conn, turn.response)
+    resp = turn.response
+    acp.check(
+        "session.load.continue",
+        resp is not None and not resp.is_error and isinstance(resp.result, dict) and "stopReason" in resp.result,
+        f"a session/prompt on the session loaded {where} to end with a stopReason",
+        describe(resp),
+    )
+    return prompt, [n.params for n in turn.updates]
+
+
+def _unknown_session_error(resp: Response) -> bool:
+    err = resp.error if isinstance(resp.error, dict) else {}
+    text = str(err.get("message", "")).lower()
+    return err.get("code") == RESOURCE_NOT_FOUND or any(
+        s in text for s in ("not found", "unknown", "no such", "does not exist", "doesn't exist")
+    )
+
+
+@pytest.mark.clause(
+    "session.load.response",
+    "session.load.replay-session-id",
+    "session.load.replay-before-response",
+    "session.load.replay-all",
+    "session.load.message-ids",
+    "session.load.continue",
+)
+async def test_load_replays_the_conversation(acp_agent: AgentHarness) -> None:
+    """A plain and a tool turn, then session/load on the same connection and on a fresh agent process."""
+    turns: list[tuple[str, Sequence[Json]]] = []
+    async with acp_agent.connect() as conn:
+        require(conn, "loadSession", "loadSession")
+        sid = await open_session(acp_agent, conn)
+        cwd = str(conn.sandbox.root)
+        for prompt in (acp_agent.config.prompt, acp_agent.config.tool_prompt):
+            turn = await prompt_turn(acp_agent, conn, sid, prompt)
+            turns.append((prompt, [n.params for n in turn.updates]))
+        same = await _load(acp_agent, conn, sid, cwd, "on the same connection")
+        if not same.resp.is_error:
+            _judge_load(acp_agent, same, sid, turns)
+            turns.append(await _continue(acp_agent, conn, sid, same.where))
+    async with acp_agent.connect() as conn:
+        fresh = await _load(acp_agent, conn, sid, cwd, "by a fresh agent process")
+        if not fresh.resp.is_error:
+            _judge_load(acp_agent, fresh, sid, turns)
+            await _continue(acp_agent, conn, sid, fresh.where)
+        elif not same.resp.is_error:
+            why = "it does not know the session" if _unknown_session_error(fresh.resp) else "it answered an error"
+            note = (
+                f"a fresh agent process could not load the session ({why}: {describe(fresh.resp)}); "
+                "the replay was judged on the same-connection load only"
+            )
+            conn.transcript.note(note)
+            for clause in ("session.load.replay-all", "session.load.replay-before-response"):
+                acp_agent.record(clause, Status.INCONCLUSIVE, note)
+        else:
+            acp_agent.check(
+                "session.load.replay-all",
+                False,
+                "session/load of a session this agent created to replay it, on the same connection or a fresh one",
+                f"same connection: {describe(same.resp)}; fresh process: {describe(fresh.resp)}",
+            )
+
+
+@pytest.mark.clause("error.resource-not-found")
+async def test_load_of_an_unknown_session_is_not_found(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        require(conn, "loadSession", "loadSession")
+        await open_session(acp_agent, conn)
+        bogus = f"acp-conformance-unknown-{uuid.uuid4().hex}"
+        resp = await conn.peer.call(
+            "session/load", {"sessionId": bogus, "cwd": str(conn.sandbox.root), "mcpServers": []}
+        )
+        acp_agent.check(
+            "error.resource-not-found",
+            error_code(resp) == RESOURCE_NOT_FOUND,
+            f"error -32002 (resource not found) for session/load of the unknown sessionId {bogus!r}, not a success",
+            describe(resp),
+        )
+
+
+@pytest.mark.clause("session.load.unsupported")
+async def test_load_without_the_capability_is_refused(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        if conn.client.agent_supports("loadSession"):
+            not_applicable("the agent advertises loadSession")
+        sid = await open_session(acp_agent, conn)
+        try:
+            resp: Response | None = await conn.peer.call(
+                "session/load", {"sessionId": sid, "cwd": str(conn.sandbox.root), "mcpServers": []}
+            )
+        except PeerTimeout:
+            resp = None
+        acp_agent.check(
+            "session.load.unsupported",
+            resp is not None and resp.is_error,
+            "an error for session/load, which the agent does not advertise (loadSession absent or false)",
+            describe(resp),
+        )
+
+
+# ----------------------------------------------------------- session/resume
+@pytest.mark.clause("session.resume.response", "session.resume.no-replay")
+async def test_resume_answers_without_replay(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        require(conn, "sessionCapabilities.resume", "sessionCapabilities.resume")
+        sid = await open_session(acp_agent, conn)
+        await prompt_turn(acp_agent, conn, sid, acp_agent.config.prompt)
+        await open_session(acp_agent, conn)  # a round trip: output trailing the turn is not taken for replay
+        start = len(conn.peer.events)
+        resp = await conn.peer.call(
+            "session/resume", {"sessionId": sid, "cwd": str(conn.sandbox.root), "mcpServers": []}
+        )
+        check_auth(acp_agent, conn, resp)
+        replayed = history(session_updates(conn.peer.events, start, position(conn.peer.events, resp), sid))
+        acp_agent.check(
+            "session.resume.response",
+            not resp.is_error and isinstance(resp.result, dict),
+            "an object result (ResumeSessionResponse) for session/resume of a session of this connection",
+            describe(resp),
+        )
+        acp_agent.check(
+            "session.resume.no-replay",
+            not replayed,
+            "no history (chunks, tool calls, plans) of the session before the session/resume response",
+            f"{len(replayed)} history update(s), kinds {[update_kind(u) for u in replayed][:20]}",
+        )
+
+
+# ------------------------------------------------------------ session/close
+@pytest.mark.clause("session.close.cancels-work")
+async def test_close_cancels_the_running_turn(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        require(conn, "sessionCapabilities.close", "sessionCapabilities.close")
+        sid = await open_session(acp_agent, conn)
+        rid, _ = await start_long_turn(acp_agent, conn, sid)
+        mark = len(conn.peer.events)
+        close = await conn.peer.call("session/close", {"sessionId": sid})
+        try:
+            resp: Response | None = await conn.peer.wait_response(rid, method="session/prompt")
+        except PeerTimeout:
+            resp = None
+        if resp is not None and position(conn.peer.events, resp) < mark:
+            inconclusive(f"the long turn ended ({describe(resp)}) before session/close was sent")
+        stop = resp.result.get("stopReason") if resp is not None and isinstance(resp.result, dict) else None
+        acp_agent.check(
+            "session.close.cancels-work",
+            stop == "cancelled",
+            "the running session/prompt to end with a result stopReason 'cancelled' when its session is closed",
+            f"prompt: {describe(resp)}; session/close: {describe(close)}",
+        )
+
+
+@pytest.mark.clause("session.close.response", "session.close.unknown")
+async def test_close_of_idle_and_unknown_sessions(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        require(conn, "sessionCapabilities.close", "sessionCapabilities.close")
+        sid = await open_session(acp_agent, conn)
+        resp = await conn.peer.call("session/close", {"sessionId": sid})
+        acp_agent.check(
+            "session.close.response",
+            not resp.is_error and isinstance(resp.result, dict) and not extra_result_keys(resp.result),
+            "result {} (only _meta allowed) for session/close of an idle session",
+            describe(resp),
+        )
+        bogus = f"acp-conformance-unknown-{uuid.uuid4().hex}"
+        try:
+            unknown: Response | None = await conn.peer.call("session/close", {"sessionId": bogus})
+        except PeerTimeout:
+            unknown = None
+        acp_agent.check(
+            "session.close.unknown",
+            unknown is not None,
+            f"an answer (result or error) to session/close of the unknown session {bogus!r}",
+            f"no answer within {acp_agent.config.timeout:g} s",
+        )
+
+
+# ------------------------------------------------------------- session/list
+async def list_pages(conn: Connection, params: Json) -> tuple[list[Response], bool]:
+    """Follow nextCursor; returns the pages and whether the paging ended."""
+    pages: list[Response] = []
+    cursor: Any = None
+    for _ in range(MAX_PAGES):
+        resp = await conn.peer.call("session/list", {**params, "cursor": cursor} if cursor is not None else params)
+        pages.append(resp)
+        if resp.is_error or not isinstance(resp.result, dict):
+            return pages, True
+        cursor = resp.result.get("nextCursor")
+        if not isinstance(cursor, str):
+            return pages, True
+    return pages, False
+
+
+def listed(pages: Sequence[Response]) -> list[Json]:
+    out: list[Json] = []
+    for resp in pages:
+        sessions = resp.result.get("sessions") if isinstance(resp.result, dict) else None
+        out.extend(s for s in sessions or [] if isinstance(s, dict))
+    return out
+
+
+def listed_ids(pages: Sequence[Response]) -> list[Any]:
+    return [s.get("sessionId") for s in listed(pages)]
+
+
+async def listed_session(
+    acp: AgentHarness, conn: Connection, cwd: str | os.PathLike[str], extra: Json | None = None
+) -> str | None:
+    """A new session in ``cwd`` that session/list shows (after one prompt if
+    the agent lists only sessions with history), or None."""
+    sid = await open_session(acp, conn, cwd=cwd, extra=extra)
+    for attempt in range(2):
+        pages, _ = await list_pages(conn, {"cwd": str(cwd)})
+        if sid in listed_ids(pages):
+            return sid
+        if attempt == 0:
+            await prompt_turn(acp, conn, sid, acp.config.prompt)
+    return None
+
+
+def _session_info_problems(result: Any) -> list[str]:
+    if not isinstance(result, dict) or not isinstance(result.get("sessions"), list):
+        return [f"no sessions array in {short(result)}"]
+    problems = []
+    for info in result["sessions"]:
+        if not isinstance(info, dict) or not isinstance(info.get("sessionId"), str):
+            problems.append(f"entry without a string sessionId: {short(info)}")
+        elif not (isinstance(info.get("cwd"), str) and os.path.isabs(info["cwd"])):
+            problems.append(f"session {info['sessionId']!r} has cwd {info.get('cwd')!r}, not an absolute path")
+    cursor = result.get("nextCursor")
+    if cursor is not None and not isinstance(cursor, str):
+        problems.append(f"nextCursor {cursor!r} is not a string")
+    return problems
+
+
+@pytest.mark.clause("session.list.params-optional", "session.list.response", "session.list.discovery-only")
+async def test_list_sessions(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        require(conn, "sessionCapabilities.list", "sessionCapabilities.list")
+        sid = await open_session(acp_agent, conn)
+        await prompt_turn(acp_agent, conn, sid, acp_agent.config.prompt)
+        await open_session(acp_agent, conn)  # a round trip: output trailing the turn is not taken for the list's
+        start = len(conn.peer.events)
+        resp = await conn.peer.call("session/list", {})
+        acp_agent.check(
+            "session.list.params-optional",
+            not resp.is_error and isinstance(resp.result, dict) and isinstance(resp.result.get("sessions"), list),
+            "session/list with empty params to answer the first page (a sessions array)",
+            describe(resp),
+        )
+        problems = _session_info_problems(resp.result)
+        acp_agent.check(
+            "session.list.response",
+            not problems,
+            "a sessions array of SessionInfo (string sessionId, absolute cwd) and a string nextCursor if any",
+            "; ".join(problems[:5]),
+        )
+        await open_session(acp_agent, conn)  # a round trip after the list answer
+        traffic = history(session_updates(conn.peer.events, start))
+        acp_agent.check(
+            "session.list.discovery-only",
+            not traffic,
+            "no session history (chunks, tool calls, plans) sent because of session/list",
+            f"{len(traffic)} update(s), first: {short(traffic[:1])}",
+        )
+
+
+@pytest.mark.clause("session.list.cwd-filter")
+async def test_list_cwd_filter(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        require(conn, "sessionCapabilities.list", "sessionCapabilities.list")
+        dir_a, dir_b = conn.sandbox.root / "a", conn.sandbox.root / "b"
+        dir_a.mkdir(exist_ok=True)
+        dir_b.mkdir(exist_ok=True)
+        if await listed_session(acp_agent, conn, dir_a) is None:
+            inconclusive(f"a session created in {dir_a} (and prompted once) is not listed by session/list")
+        other = await listed_session(acp_agent, conn, dir_b)
+        pages, _ = await list_pages(conn, {"cwd": str(dir_a)})
+        # Entries without an absolute cwd are session.list.response's concern.
+        wrong = [s for s in listed(pages) if _absolute(s.get("cwd")) and not _same_dir(s["cwd"], dir_a)]
+        if not wrong and other is None:
+            inconclusive(f"no session outside {dir_a} is listed, so the filter could not be seen at work")
+        acp_agent.check(
+            "session.list.cwd-filter",
+            not wrong and not any(p.is_error for p in pages),
+            f"session/list with cwd {str(dir_a)!r} to list only sessions with that cwd",
+            f"also listed: {short([(s.get('sessionId'), s.get('cwd')) for s in wrong][:5])}"
+            if wrong
+            else describe(pages[-1]),
+        )
+
+
+def _absolute(path: Any) -> bool:
+    return isinstance(path, str) and os.path.isabs(path)
+
+
+def _same_dir(a: str, b: str | os.PathLike[str]) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+@pytest.mark.clause("session.list.empty")
+async def test_list_with_no_match_is_empty(acp_agent: AgentHarness) -> None:
+    empty = acp_agent.workdir / f"acp-conformance-no-sessions-{uuid.uuid4().hex[:8]}"
+    empty.mkdir()
+    async with acp_agent.connect() as conn:
+        require(conn, "sessionCapabilities.list", "sessionCapabilities.list")
+        await open_session(acp_agent, conn)  # elsewhere; an auth-gated agent is reported as blocked
+        resp = await conn.peer.call("session/list", {"cwd": str(empty)})
+        sessions = resp.result.get("sessions", "(absent)") if isinstance(resp.result, dict) else None
+        acp_agent.check(
+            "session.list.empty",
+            not resp.is_error and sessions == [],
+            f"a result with sessions [] for the cwd {str(empty)!r} that no session uses",
+            describe(resp),
+        )
+
+
+@pytest.mark.clause("session.list.invalid-cursor")
+async def test_list_with_an_invalid_cursor_is_an_error(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        require(conn, "sessionCapabilities.list", "sessionCapabilities.list")
+        await open_session(acp_agent, conn)
+        cursor = f"acp-conformance-invalid-cursor-{uuid.uuid4().hex[:8]}"
+        resp = await conn.peer.call("session/list", {"cursor": cursor})
+        acp_agent.check(
+            "session.list.invalid-cursor",
+            resp.is_error,
+            f"an error for session/list with the cursor {cursor!r}, which the agent never issued",
+            describe(resp),
+        )
+
+
+@pytest.mark.clause("session.list.page-size")
+async def test_list_paging_terminates(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        require(conn, "sessionCapabilities.list", "sessionCapabilities.list")
+        if await listed_session(acp_agent, conn, conn.sandbox.root) is None:
+            inconclusive("a session created (and prompted once) is not listed by session/list")
+        pages, ended = await list_pages(conn, {"cwd": str(conn.sandbox.root)})
+        ids = listed_ids(pages)
+        twice = sorted({str(i) for i in ids if ids.count(i) > 1})
+        acp_agent.check(
+            "session.list.page-size",
+            ended and not twice and not pages[-1].is_error,
+            f"paging through nextCursor to end within {MAX_PAGES} pages, listing each session once",
+            f"{len(pages)} page(s), ended: {ended}, listed more than once: {twice[:5]}, last page: "
+            f"{describe(pages[-1])[:200]}",
+        )
+
+
+# ----------------------------------------------------------- session/delete
+@pytest.mark.clause("session.delete.response", "session.delete.removes", "session.delete.idempotent")
+async def test_delete_removes_the_session(acp_agent: AgentHarness) -> None:
+    async with acp_agent.connect() as conn:
+        require(conn, "sessionCapabilities.delete", "sessionCapabilities.delete")
+        can_list = conn.client.agent_supports("sessionCapabilities.list")
+        sid = await listed_session(acp_agent, conn, conn.sandbox.root) if can_list else None
+        sid = sid or await open_session(acp_agent, conn)
+        was_listed = _was_listed(conn, sid)
+        resp = await conn.peer.call("session/delete", {"sessionId": sid})
+        acp_agent.check(
+            "session.delete.response",
+            not resp.is_error and isinstance(resp.result, dict) and not extra_result_keys(resp.result),
+            "result {} (only _meta allowed) for session/delete",
+            describe(resp),
+        )
+        pages, _ = await list_pages(conn, {"cwd": str(conn.sandbox.root)}) if can_list else ([], True)
+        if not can_list:
+            acp_agent.record("session.delete.removes", Status.INCONCLUSIVE, "the agent does not offer session/list")
+        elif not was_listed:
+            acp_agent.record(
+                "session.delete.removes", Status.INCONCLUSIVE, "the session was never listed, so its removal is unseen"
+            )
+        elif any(p.is_error for p in pages):
+            acp_agent.record(
+                "session.delete.removes",
+                Status.INCONCLUSIVE,
+                f"session/list failed after the delete: {describe(pages[-1])}",
+            )
+        else:
+            acp_agent.check(
+                "session.delete.removes",
+                sid not in listed_ids(pages),
+                f"the deleted session {sid!r} absent from session/list",
+                f"still listed: {short(listed(pages))}",
+            )
+        again = await conn.peer.call("session/delete", {"sessionId": sid})
+        bogus = f"acp-conformance-unknown-{uuid.uuid4().hex}"
+        never = await conn.peer.call("session/delete", {"sessionId": bogus})
+        acp_agent.check(
+            "session.delete.idempotent",
+            not again.is_error and not never.is_error,
+            "success for deleting an already deleted session and one that never existed",
+            f"again: {describe(again)}; never existed: {describe(never)}",
+        )
+
+
+def _was_listed(conn: Connection, sid: str) -> bool:
+    """Did any session/list answer on this connection include ``sid``?"""
+    for ev in conn.peer.events:
+        if isinstance(ev, Response) and ev.method == "session/list" and isinstance(ev.result, dict):
+            sessions = ev.result.get("sessions")
+            if isinstance(sessions, list) and any(isinstance(s, dict) and s.get("sessionId") == sid for s in sessions):
+                return True
+    return False
+
+
+# ------------------------------------------------------ additionalDirectories
+def _listed_info(pages: Sequence[Response], sid: str) -> Json | None:
+    return next((s for s in listed(pages) if s.get("sessionId") == sid), None)
+
+
+@pytest.mark.clause("session.additional-dirs.no-implicit-restore")
+async def test_additional_directories_are_not_restored_implicitly(acp_agent: AgentHarness) -> None:
+    """A session with one additional root, then resume (or load) without any: the roots the
+    agent reports in session/list must be none, not the remembered ones."""
+    async with acp_agent.connect() as conn:
+        require(conn, "sessionCapabilities.additionalDirectories", "sessionCapabilities.additionalDirectories")
+        if conn.client.agent_supports("sessionCapabilities.resume"):
+            method = "session/resume"
+        elif conn.client.agent_supports("loadSession"):
+            method = "session/load"
+        else:
+            not_applicable("the agent offers neither session/resume nor session/load")
+        if not conn.client.agent_supports("sessionCapabilities.list"):
+            inconclusive("the agent does not offer session/list, where a session's roots are reported")
+        extra = acp_agent.workdir / "acp-conformance-extra-root"
+        extra.mkdir(exist_ok=True)
+        cwd = conn.sandbox.root
+        sid = await listed_session(acp_agent, conn, cwd, {"additionalDirectories": [str(extra)]})
+        if sid is None:
+            inconclusive("a session created (and prompted once) is not listed by session/list")
+        pages, _ = await list_pages(conn, {"cwd": str(cwd)})
+        before = (_listed_info(pages, sid) or {}).get("additionalDirectories")
+        if not before:
+            inconclusive("session/list does not report the session's additionalDirectories (it may omit them)")
+        resp = await conn.peer.call(method, {"sessionId": sid, "cwd": str(cwd), "mcpServers": []})
+        if resp.is_error:
+            inconclusive(f"{method} of the session failed: {describe(resp)}")
+        pages, _ = await list_pages(conn, {"cwd": str(cwd)})
+        info = _listed_info(pages, sid)
+        after = info.get("additionalDirectories") if info is not None else None
+        acp_agent.check(
+            "session.additional-dirs.no-implicit-restore",
+            not after,
+            f"no additional roots reported after {method} without additionalDirectories (before: {before})",
+            f"additionalDirectories {after!r}",
+        )

@@ -1,0 +1,280 @@
+"""Tool calls as the agent reports them: ids, statuses, locations, diffs (tool-calls.mdx).
+
+The agent is steered into using a tool with ``--acp-tool-prompt`` (default:
+create ``acp-probe.txt``) and allowed to run it.  Two tool turns run in one
+session, so a reused toolCallId or a status that goes back can show.  An
+agent that makes no tool call for the prompt gets NOT_APPLICABLE with the
+hint to steer it, never a PASS.
+
+The helpers at the top are shared by the other turn-level suites
+(permission, cancellation, capability gating, fs/terminal, content).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from acp_conformance.checks.turns import (
+    STOP_REASONS,
+    diff_path_problems,
+    embedded_after_release,
+    late_turn_output,
+    location_problems,
+    missing_in_progress,
+    option_kind,
+    position_of,
+    reached_finished,
+    reused_tool_call_ids,
+    status_regressions,
+    terminal_embeds,
+    tool_activity,
+    tool_mentions,
+    unannounced_tool_work,
+    unknown_tool_call_updates,
+)
+from acp_conformance.client import PermissionCall, Turn
+from acp_conformance.core.events import Event, Notification, Request, Response
+from acp_conformance.errors import PeerTimeout
+from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.results import Status
+from acp_conformance.suite._support import new_session, run_turn
+
+pytestmark = pytest.mark.anyio
+
+#: Why a tool clause could not be judged when the agent did not use a tool.
+STEER = "the agent made no tool call for --acp-tool-prompt; steer it with --acp-tool-prompt"
+#: A request no agent implements: the answer (-32601 expected, anything will do) closes a round trip.
+PING = "_acp_conformance/ping"
+
+
+# ------------------------------------------------------------ shared helpers
+def record(acp: AgentHarness, status: Status, reason: str, *clauses: str) -> None:
+    """Give each clause ``status`` (NOT_APPLICABLE / INCONCLUSIVE) for this test, with the reason."""
+    for clause in clauses:
+        acp.record(clause, status, reason)
+
+
+def close_out(acp: AgentHarness, node: pytest.Item, reason: str) -> None:
+    """Every clause this test is bound to but did not judge becomes INCONCLUSIVE, so that the
+    plugin never counts an unexercised clause as passed."""
+    judged = {r.clause for r in acp.results}
+    for mark in node.iter_markers("clause"):
+        for clause in mark.args:
+            if clause not in judged:
+                acp.record(clause, Status.INCONCLUSIVE, reason)
+
+
+def is_prompt_response(rid: Any) -> Callable[[Event], bool]:
+    return lambda e: isinstance(e, Response) and e.method == "session/prompt" and e.id == rid
+
+
+async def round_trip(conn: Connection, *, also: Callable[[Event], bool] | None = None) -> Event:
+    """Send a request every agent must answer and wait for the answer (or, if given, for an
+    event matching ``also``): frames the agent wrote before answering are on record afterwards."""
+    mark = len(conn.peer.events)
+    rid = await conn.peer.send_request(PING, {"purpose": "round trip"})
+
+    def done(e: Event) -> bool:
+        return (isinstance(e, Response) and e.method == PING and e.id == rid) or (also is not None and also(e))
+
+    return await conn.peer.wait_for(done, start=mark, what=f"an answer to our {PING} request")
+
+
+async def wait_prompt_response(
+    conn: Connection, rid: Any, start: int, timeout: float | None = None
+) -> Response | None:
+    """The session/prompt response, or None if none came in time (nothing is flagged here)."""
+    try:
+        ev = await conn.peer.wait_for(
+            is_prompt_response(rid), start=start, timeout=timeout, what="the session/prompt response"
+        )
+    except PeerTimeout:
+        return None
+    assert isinstance(ev, Response)
+    return ev
+
+
+def permission_calls(conn: Connection, sid: str, start: int = 0, end: int | None = None) -> list[PermissionCall]:
+    """Our record of the permission requests of ``sid`` that arrived in the event window."""
+    events = conn.peer.events
+    out = []
+    for call in conn.client.permission_calls:
+        if call.session_id != sid:
+            continue
+        pos = position_of(events, call.request)
+        if pos >= start and (end is None or pos < end):
+            out.append(call)
+    return out
+
+
+def granted_ids(calls: list[PermissionCall]) -> list[Any]:
+    """Tool calls whose permission we answered with an allow_* option."""
+    out = []
+    for call in calls:
+        outcome = call.outcome or {}
+        if outcome.get("outcome") != "selected":
+            continue
+        if option_kind(call.request.params, outcome.get("optionId")) in ("allow_once", "allow_always"):
+            out.append(call.tool_call_id)
+    return out
+
+
+def turn_sign(sid: str, rid: Any) -> Callable[[Event], bool]:
+    """The agent is working on the turn: any session/update, any request of its own, or the answer."""
+
+    def pred(e: Event) -> bool:
+        if isinstance(e, Notification) and e.method == "session/update":
+            return True
+        return isinstance(e, Request) or is_prompt_response(rid)(e)
+
+    return pred
+
+
+def no_tool_reason(events: list[Event], sid: str, start: int = 0, end: int | None = None, *, what: str) -> str:
+    """Why a tool clause is not applicable: no tool call at all, or the agent did not do ``what``."""
+    if not tool_activity(events, sid, start, end):
+        return STEER
+    return f"the agent {what} for --acp-tool-prompt"
+
+
+# ---------------------------------------------------------------------- tests
+TOOL_CLAUSES = (
+    "tool.report",
+    "tool.id.unique",
+    "tool.update.known-id",
+    "tool.status.terminal-final",
+    "tool.location.shape",
+    "tool.diff.semantics",
+    "tool.terminal.embed-before-release",
+    "prompt.tool-in-progress",
+)
+
+
+@pytest.mark.clause(*TOOL_CLAUSES, "prompt.stop-reason.enum", "prompt.updates.before-response")
+async def test_tool_calls_are_reported_consistently(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
+    """Two tool turns (allow once each time): every tool call mention is judged."""
+    async with acp_agent.connect(permission="allow_once") as conn:
+        sid = await new_session(acp_agent, conn)
+        events = conn.peer.events
+        turns: list[tuple[int, int]] = []
+        for n in (1, 2):
+            turn: Turn = await run_turn(acp_agent, conn, sid, acp_agent.config.tool_prompt)
+            assert turn.response is not None
+            acp_agent.check(
+                "prompt.stop-reason.enum",
+                turn.stop_reason in STOP_REASONS,
+                f"stopReason in {sorted(STOP_REASONS)}",
+                f"stopReason {turn.stop_reason!r} (tool turn {n})",
+            )
+            answered = position_of(events, turn.response)
+            await round_trip(conn)  # late output of this turn would precede the answer
+            late = late_turn_output(events, sid, answered)
+            acp_agent.check(
+                "prompt.updates.before-response",
+                not late,
+                "all output of the tool turn before its session/prompt response",
+                f"{len(late)} update(s) after the response of tool turn {n}, first: {late[:1]}",
+            )
+            turns.append((turn.start_event, len(events)))
+
+        if not tool_activity(events, sid):
+            record(acp_agent, Status.NOT_APPLICABLE, STEER, *TOOL_CLAUSES)
+            return
+        mentions = tool_mentions(events, sid)
+        calls = permission_calls(conn, sid)
+
+        # SHOULD-level first (a miss warns and the test goes on).
+        problems = unannounced_tool_work(events, mentions, turns)
+        acp_agent.check(
+            "tool.report",
+            not problems,
+            "every tool the agent runs announced with a tool_call update",
+            "; ".join(problems[:3]),
+        )
+        updates = [m for m in mentions if m.source == "tool_call_update"]
+        if updates:
+            problems = unknown_tool_call_updates(mentions)
+            acp_agent.check(
+                "tool.update.known-id",
+                not problems,
+                f"each of the {len(updates)} tool_call_update(s) to name a tool call introduced earlier",
+                "; ".join(problems[:3]),
+            )
+        else:
+            record(acp_agent, Status.NOT_APPLICABLE, "the agent sent no tool_call_update", "tool.update.known-id")
+        if reached_finished(mentions):
+            problems = status_regressions(mentions)
+            acp_agent.check(
+                "tool.status.terminal-final",
+                not problems,
+                "no tool call going back to pending/in_progress after completed or failed",
+                "; ".join(problems[:3]),
+            )
+        else:
+            reason = "no tool call reached completed or failed"
+            record(acp_agent, Status.NOT_APPLICABLE, reason, "tool.status.terminal-final")
+        granted = granted_ids(calls)
+        if granted:
+            problems = missing_in_progress(mentions, granted)
+            acp_agent.check(
+                "prompt.tool-in-progress",
+                not problems,
+                "each tool call we allowed reported in_progress once it ran",
+                "; ".join(problems[:3]),
+            )
+        else:
+            reason = no_tool_reason(events, sid, what="asked no permission we could grant")
+            record(acp_agent, Status.NOT_APPLICABLE, reason, "prompt.tool-in-progress")
+
+        # MUST-level.
+        announced = [m for m in mentions if m.source == "tool_call"]
+        if len(announced) >= 2:
+            problems = reused_tool_call_ids(mentions)
+            acp_agent.check(
+                "tool.id.unique",
+                not problems,
+                f"{len(announced)} tool_call announcements in one session, each with its own toolCallId",
+                "; ".join(problems[:3]),
+            )
+        else:
+            reason = f"the agent announced {len(announced)} tool call(s) in two tool turns; uniqueness needs two"
+            record(acp_agent, Status.NOT_APPLICABLE, reason, "tool.id.unique")
+        seen, relative, zero = location_problems(mentions)
+        if seen:
+            acp_agent.check(
+                "tool.location.shape",
+                not relative,
+                f"absolute paths in all {seen} tool call location(s)",
+                "; ".join(relative[:3]),
+            )
+            if zero:
+                # Schema-valid (minimum 0) but meaningless: flagged, not failed.
+                acp_agent.record("tool.location.shape", Status.WARN, "; ".join(zero[:3]), acp_agent.evidence())
+        else:
+            record(acp_agent, Status.NOT_APPLICABLE, "the agent reported no tool call locations", "tool.location.shape")
+        seen, problems = diff_path_problems(mentions)
+        if seen:
+            acp_agent.check(
+                "tool.diff.semantics",
+                not problems,
+                f"absolute paths in all {seen} diff(s)",
+                "; ".join(problems[:3]),
+            )
+        else:
+            record(acp_agent, Status.NOT_APPLICABLE, "the agent reported no diff", "tool.diff.semantics")
+        embeds = terminal_embeds(mentions)
+        if embeds:
+            problems = embedded_after_release(events, mentions)
+            acp_agent.check(
+                "tool.terminal.embed-before-release",
+                not problems,
+                "every terminal embedded in a tool call before the agent released it",
+                "; ".join(problems[:3]),
+            )
+        else:
+            reason = "the agent embedded no terminal in a tool call"
+            record(acp_agent, Status.NOT_APPLICABLE, reason, "tool.terminal.embed-before-release")
+        close_out(acp_agent, request.node, "not judged on this path")

@@ -1,0 +1,609 @@
+"""Broken agents for sessions, modes/config, extensibility/errors and authentication.
+
+Each is the reference agent with one method overridden (see broken_agents.py,
+which merges ``BREAKAGES``), except for features the reference agent lacks:
+``AdditionalDirectories`` and ``RequiresAuth`` are conforming extensions of it
+(additionalDirectories; an authentication method gating session/new, and
+logout) whose breakages override one method of theirs.  ``AGENTS`` holds those
+bases and the breakages that need ``--acp-auth-method`` (which the whole-suite
+e2e run cannot pass); tests/unit/test_checks_sessions.py runs them.
+
+``python tests/peers/broken_agents_sessions.py NAME`` runs one of ``AGENTS``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _breakage import Breakage, Json
+
+from acp_conformance.core.events import Request
+from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
+from mock_agent import PROBE_FILE, MockAgent, Session
+from mock_agent.cli import main
+
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+# ---------------------------------------------------------------- session/new
+class AcceptsRelativeCwd(MockAgent):
+    def _absolute_cwd(self, params: Json, method: str) -> str:
+        return self._string(params, "cwd", method)
+
+
+class RejectsStdioMcp(MockAgent):
+    def create_session(self, cwd: str, mcp_servers: list[Any], params: Json) -> Session:
+        if mcp_servers:
+            raise HandlerError(INVALID_PARAMS, "session/new: MCP servers are not supported")
+        return super().create_session(cwd, mcp_servers, params)
+
+
+class ProcessCwdPaths(MockAgent):
+    def probe_path(self, session: Session) -> str:
+        return os.path.join(os.getcwd(), PROBE_FILE)  # the process directory, not the session cwd
+
+
+class PathsOutsideRoots(MockAgent):
+    def probe_path(self, session: Session) -> str:
+        return os.path.join(os.sep, "acp-conformance-outside-the-roots", PROBE_FILE)
+
+
+# --------------------------------------------------------------- session/load
+class LateReplay(MockAgent):
+    async def handle_load_session(self, req: Request) -> Any:
+        params = self.params_of(req)
+        session = self.find_session(params, "session/load")
+        session.cwd = self._absolute_cwd(params, "session/load")
+        await self.peer.respond(req.id, self.load_session_result(session), method="session/load")
+        await self.replay_history(session)  # after the answer
+        return NO_ANSWER
+
+
+class ReplayWrongSessionId(MockAgent):
+    async def replay_history(self, session: Session) -> None:
+        for update in list(session.history):
+            await self.send_update(session.id + "-replay", update)
+
+
+class ReplayWithoutPrompts(MockAgent):
+    async def replay_history(self, session: Session) -> None:
+        for update in list(session.history):
+            if update.get("sessionUpdate") != "user_message_chunk":
+                await self.send_update(session.id, update)
+
+
+class LoadResultArray(MockAgent):
+    validate_outbound = False
+
+    def load_session_result(self, session: Session) -> Any:
+        return []
+
+
+class LoadResultNull(MockAgent):
+    validate_outbound = False
+
+    def load_session_result(self, session: Session) -> Any:
+        return None
+
+
+class LoadAlwaysFails(MockAgent):
+    async def handle_load_session(self, req: Request) -> Any:
+        if isinstance(req.params, dict) and req.params.get("sessionId") in self.sessions:
+            raise HandlerError(INTERNAL_ERROR, "cannot load sessions today")
+        return await super().handle_load_session(req)
+
+
+class SharedUserMessageId(MockAgent):
+    def record_user_message(self, session: Session, prompt: list[Json]) -> None:
+        for block in prompt:
+            session.history.append(
+                {"sessionUpdate": "user_message_chunk", "content": self._clean_block(block), "messageId": "user"}
+            )
+
+
+class LoadedSessionUnusable(MockAgent):
+    async def handle_load_session(self, req: Request) -> Any:
+        result = await super().handle_load_session(req)
+        self.sessions.pop(self.params_of(req)["sessionId"], None)
+        return result
+
+
+class LoadWithoutCapability(MockAgent):
+    def agent_capabilities(self) -> Json:
+        caps = super().agent_capabilities()
+        del caps["loadSession"]
+        return caps
+
+
+class LoadsUnknownSessions(MockAgent):
+    async def handle_load_session(self, req: Request) -> Any:
+        if isinstance(req.params, dict) and req.params.get("sessionId") not in self.sessions:
+            return {}
+        return await super().handle_load_session(req)
+
+
+# ------------------------------------------------------------- session/resume
+class ResumeReplays(MockAgent):
+    async def handle_resume_session(self, req: Request) -> Any:
+        session = self.find_session(self.params_of(req), "session/resume")
+        await self.replay_history(session)
+        return await super().handle_resume_session(req)
+
+
+class ResumeResultArray(MockAgent):
+    validate_outbound = False
+
+    def resume_session_result(self, session: Session) -> Any:
+        return []
+
+
+# -------------------------------------------------------------- session/close
+class CloseErrorsRunningPrompt(MockAgent):
+    async def close_session(self, session: Session, reason: str) -> None:
+        turn = session.turn
+        if turn is not None:  # answered with an error, not stopReason cancelled
+            await self.peer.respond_error(turn.request_id, INTERNAL_ERROR, "the session was closed")
+        self.sessions.pop(session.id, None)
+
+
+class CloseResultExtra(MockAgent):
+    async def handle_close_session(self, req: Request) -> Any:
+        await super().handle_close_session(req)
+        return {"closed": True}
+
+
+class CloseUnknownHangs(MockAgent):
+    async def handle_close_session(self, req: Request) -> Any:
+        if isinstance(req.params, dict) and req.params.get("sessionId") not in self.sessions:
+            return NO_ANSWER
+        return await super().handle_close_session(req)
+
+
+# --------------------------------------------------------------- session/list
+class ListRequiresCwd(MockAgent):
+    async def handle_list_sessions(self, req: Request) -> Any:
+        if not isinstance(req.params, dict) or "cwd" not in req.params:
+            raise HandlerError(INVALID_PARAMS, "session/list: cwd is required")
+        return await super().handle_list_sessions(req)
+
+
+class ListRelativeCwd(MockAgent):
+    def session_info(self, session: Session) -> Json:
+        return {**super().session_info(session), "cwd": os.path.basename(session.cwd)}
+
+
+class ListEmptyIsError(MockAgent):
+    async def handle_list_sessions(self, req: Request) -> Any:
+        result = await super().handle_list_sessions(req)
+        if not result["sessions"]:
+            raise HandlerError(-32002, "no sessions found")
+        return result
+
+
+class ListIgnoresCwd(MockAgent):
+    async def handle_list_sessions(self, req: Request) -> Any:
+        params = {k: v for k, v in self.params_of(req, optional=True).items() if k != "cwd"}
+        return await super().handle_list_sessions(Request(req.id, req.method, params))
+
+
+class ListAcceptsAnyCursor(MockAgent):
+    async def handle_list_sessions(self, req: Request) -> Any:
+        params = {k: v for k, v in self.params_of(req, optional=True).items() if k != "cursor"}
+        return await super().handle_list_sessions(Request(req.id, req.method, params))
+
+
+class ListPagesForever(MockAgent):
+    async def handle_list_sessions(self, req: Request) -> Any:
+        params = self.params_of(req, optional=True)
+        if params.get("cursor") not in (None, "next"):
+            raise HandlerError(INVALID_PARAMS, "session/list: invalid cursor")
+        result = await super().handle_list_sessions(Request(req.id, req.method, {**params, "cursor": None}))
+        return {**result, "nextCursor": "next"}  # every page says there is another: the same sessions again
+
+
+class ListReplaysHistory(MockAgent):
+    async def handle_list_sessions(self, req: Request) -> Any:
+        for session in list(self.sessions.values()):
+            await self.replay_history(session)
+        return await super().handle_list_sessions(req)
+
+
+# ------------------------------------------------------------- session/delete
+class DeleteKeepsSession(MockAgent):
+    async def handle_delete_session(self, req: Request) -> Any:
+        return {}
+
+
+class DeleteResultExtra(MockAgent):
+    async def handle_delete_session(self, req: Request) -> Any:
+        await super().handle_delete_session(req)
+        return {"deleted": True}
+
+
+class DeleteUnknownErrors(MockAgent):
+    async def handle_delete_session(self, req: Request) -> Any:
+        self.find_session(self.params_of(req), "session/delete")
+        return await super().handle_delete_session(req)
+
+
+# ---------------------------------------------------------------- modes/config
+class SetModeIgnored(MockAgent):
+    async def handle_set_mode(self, req: Request) -> Any:
+        params = self.params_of(req)
+        session = self.find_session(params, "session/set_mode", INVALID_PARAMS)
+        if params.get("modeId") not in {m[0] for m in self.MODES}:
+            raise HandlerError(INVALID_PARAMS, "session/set_mode: unknown modeId")
+        await self.send_update(session.id, self.mode_update(session))  # the unchanged mode
+        await self.send_update(session.id, self.config_option_update(session))
+        return {}
+
+
+class SetModeAcceptsUnknown(MockAgent):
+    async def handle_set_mode(self, req: Request) -> Any:
+        if isinstance(req.params, dict) and req.params.get("modeId") not in {m[0] for m in self.MODES}:
+            return {}
+        return await super().handle_set_mode(req)
+
+
+class SetModeWaitsForTurn(MockAgent):
+    async def handle_set_mode(self, req: Request) -> Any:
+        session = self.find_session(self.params_of(req), "session/set_mode", INVALID_PARAMS)
+        if session.turn is not None:
+            await session.turn.done.wait()
+        return await super().handle_set_mode(req)
+
+
+class SetConfigWaitsForTurn(MockAgent):
+    async def handle_set_config_option(self, req: Request) -> Any:
+        session = self.find_session(self.params_of(req), "session/set_config_option", INVALID_PARAMS)
+        if session.turn is not None:
+            await session.turn.done.wait()
+        return await super().handle_set_config_option(req)
+
+
+class SetConfigPartialResult(MockAgent):
+    async def handle_set_config_option(self, req: Request) -> Any:
+        result = await super().handle_set_config_option(req)
+        changed = self.params_of(req).get("configId")
+        return {"configOptions": [o for o in result["configOptions"] if o["id"] == changed]}
+
+
+class SetConfigAcceptsUnknown(MockAgent):
+    async def handle_set_config_option(self, req: Request) -> Any:
+        params = self.params_of(req)
+        session = self.find_session(params, "session/set_config_option", INVALID_PARAMS)
+        if params.get("configId") not in {o["id"] for o in self.config_options(session)}:
+            return {"configOptions": self.config_options(session)}
+        return await super().handle_set_config_option(req)
+
+
+class PartialConfigUpdate(MockAgent):
+    def config_option_update(self, session: Session) -> Json:
+        options = [o for o in self.config_options(session) if o["id"] == "mode"]
+        return {"sessionUpdate": "config_option_update", "configOptions": options}
+
+
+class ConfigValueNotListed(MockAgent):
+    def config_options(self, session: Session) -> list[Json]:
+        options = super().config_options(session)
+        options[0] = {**options[0], "currentValue": "turbo"}  # model: not one of fast, smart
+        return options
+
+
+class UnreservedCategory(MockAgent):
+    def config_options(self, session: Session) -> list[Json]:
+        options = super().config_options(session)
+        options[0] = {**options[0], "category": "speed"}  # neither spec-defined nor "_speed"
+        return options
+
+
+class UngatedBooleanOption(MockAgent):
+    def config_options(self, session: Session) -> list[Json]:
+        brave = {"id": "brave", "name": "Brave mode", "type": "boolean", "currentValue": False}
+        return [*super().config_options(session), brave]
+
+
+class NoModeConfigOption(MockAgent):
+    def config_options(self, session: Session) -> list[Json]:
+        return [o for o in super().config_options(session) if o["id"] != "mode"]
+
+
+# ------------------------------------------------------- extensibility/errors
+class RejectsMetaInSessionNew(MockAgent):
+    async def handle_new_session(self, req: Request) -> Any:
+        if isinstance(req.params, dict) and "_meta" in req.params:
+            raise HandlerError(INVALID_PARAMS, "session/new: unknown field _meta")
+        return await super().handle_new_session(req)
+
+
+class RejectsCapabilityMeta(MockAgent):
+    async def handle_initialize(self, req: Request) -> Any:
+        caps = req.params.get("clientCapabilities") if isinstance(req.params, dict) else None
+        if isinstance(caps, dict) and "_meta" in caps:
+            raise HandlerError(INVALID_PARAMS, "initialize: unknown capability _meta")
+        return await super().handle_initialize(req)
+
+
+class AssumesMetaStrings(MockAgent):
+    def _check_prompt(self, prompt: Any) -> list[Json]:
+        for block in prompt if isinstance(prompt, list) else []:
+            meta = block.get("_meta") if isinstance(block, dict) else None
+            if isinstance(meta, dict) and not all(isinstance(v, str) for v in meta.values()):
+                raise HandlerError(INTERNAL_ERROR, "internal error: _meta value is not a string")
+        return super()._check_prompt(prompt)
+
+
+class InvalidParamsAsInternalError(MockAgent):
+    async def handle_new_session(self, req: Request) -> Any:
+        if isinstance(req.params, dict) and "cwd" not in req.params:
+            raise HandlerError(INTERNAL_ERROR, "internal error: KeyError('cwd')")
+        return await super().handle_new_session(req)
+
+
+class PromptToUnknownSessionSucceeds(MockAgent):
+    async def handle_prompt(self, req: Request) -> Any:
+        if isinstance(req.params, dict) and req.params.get("sessionId") not in self.sessions:
+            return {"stopReason": "end_turn"}
+        return await super().handle_prompt(req)
+
+
+class UnknownSessionInvalidParams(MockAgent):
+    def unknown_session(self, session_id: Any, code: int = INVALID_PARAMS) -> HandlerError:
+        return HandlerError(INVALID_PARAMS, f"invalid sessionId {session_id!r}")
+
+
+class CustomRootField(MockAgent):
+    def new_session_result(self, session: Session) -> Json:
+        return {**super().new_session_result(session), "sessionTitle": "New session"}
+
+
+class NonTraceDataInTraceparent(MockAgent):
+    def new_session_result(self, session: Session) -> Json:
+        return {**super().new_session_result(session), "_meta": {"traceparent": "session-42"}}
+
+
+class SessionInfoUpdateWithSessionId(MockAgent):
+    async def send_update(self, session_id: str, update: Json) -> None:
+        if update.get("sessionUpdate") == "plan":
+            info = {"sessionUpdate": "session_info_update", "title": "A title", "sessionId": session_id}
+            await super().send_update(session_id, info)
+        await super().send_update(session_id, update)
+
+
+class NonUnderscoreExtension(MockAgent):
+    async def on_start(self) -> None:
+        await self.peer.send_raw(b'{"jsonrpc":"2.0","method":"acme/hello","params":{}}\n')
+
+
+# ------------------------------------------------------ additionalDirectories
+class AdditionalDirectories(MockAgent):
+    """A conforming agent: the reference plus sessionCapabilities.additionalDirectories,
+    which it reports in session/list and replaces on every load and resume."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.roots: dict[str, list[str]] = {}
+
+    def agent_capabilities(self) -> Json:
+        caps = super().agent_capabilities()
+        caps["sessionCapabilities"] = {**caps["sessionCapabilities"], "additionalDirectories": {}}
+        return caps
+
+    @staticmethod
+    def additional_dirs(params: Json) -> list[str]:
+        dirs = params.get("additionalDirectories") or []
+        if not isinstance(dirs, list) or not all(isinstance(d, str) and os.path.isabs(d) for d in dirs):
+            raise HandlerError(INVALID_PARAMS, "additionalDirectories must be absolute paths")
+        return list(dirs)
+
+    def create_session(self, cwd: str, mcp_servers: list[Any], params: Json) -> Session:
+        dirs = self.additional_dirs(params)
+        session = super().create_session(cwd, mcp_servers, params)
+        self.roots[session.id] = dirs
+        return session
+
+    def session_info(self, session: Session) -> Json:
+        info = super().session_info(session)
+        if self.roots.get(session.id):
+            info["additionalDirectories"] = list(self.roots[session.id])
+        return info
+
+    async def handle_load_session(self, req: Request) -> Any:
+        dirs = self.additional_dirs(self.params_of(req))
+        result = await super().handle_load_session(req)
+        self.roots[self.params_of(req)["sessionId"]] = dirs
+        return result
+
+    async def handle_resume_session(self, req: Request) -> Any:
+        dirs = self.additional_dirs(self.params_of(req))
+        result = await super().handle_resume_session(req)
+        self.roots[self.params_of(req)["sessionId"]] = dirs
+        return result
+
+
+class RestoresAdditionalDirectories(AdditionalDirectories):
+    async def handle_resume_session(self, req: Request) -> Any:
+        if "additionalDirectories" not in self.params_of(req):
+            return await MockAgent.handle_resume_session(self, req)  # keeps the remembered roots
+        return await super().handle_resume_session(req)
+
+
+# ------------------------------------------------------------- authentication
+class AcceptsUnknownAuthMethod(MockAgent):
+    async def handle_authenticate(self, req: Request) -> Any:
+        return {}
+
+
+class UngatedTerminalAuth(MockAgent):
+    def auth_methods(self) -> list[Json]:
+        return [{"id": "terminal-login", "name": "Log in from the terminal", "type": "terminal", "args": ["--login"]}]
+
+
+class RequiresAuth(MockAgent):
+    """A conforming agent that gates session/new on authenticate("token") and supports logout."""
+
+    authenticated = False
+
+    def agent_capabilities(self) -> Json:
+        return {**super().agent_capabilities(), "auth": {"logout": {}}}
+
+    def auth_methods(self) -> list[Json]:
+        return [{"id": "token", "name": "Token", "description": "Accepts anyone"}]
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+        peer.handlers["logout"] = self._guarded("logout", self.handle_logout)
+
+    async def handle_authenticate(self, req: Request) -> Any:
+        result = await super().handle_authenticate(req)
+        self.authenticated = True
+        return result
+
+    async def handle_logout(self, req: Request) -> Any:
+        self.authenticated = False
+        return {}
+
+    async def handle_new_session(self, req: Request) -> Any:
+        if not self.authenticated:
+            raise HandlerError(-32000, "authentication required")
+        return await super().handle_new_session(req)
+
+
+class AuthenticateAnswersArray(RequiresAuth):
+    validate_outbound = False
+
+    async def handle_authenticate(self, req: Request) -> Any:
+        await super().handle_authenticate(req)
+        return []
+
+
+class LogoutKeepsAuth(RequiresAuth):
+    async def handle_logout(self, req: Request) -> Any:
+        return {}  # still authenticated
+
+
+class LogoutUnimplemented(RequiresAuth):
+    async def handle_logout(self, req: Request) -> Any:
+        raise HandlerError(-32601, "method not found: logout")
+
+
+def _b(
+    agent: type[MockAgent], breaks: str, status: str = "FAIL", also: set[str] | None = None, why: str = ""
+) -> Breakage:
+    return Breakage(agent, breaks, status, frozenset(also or ()), why)
+
+
+_SCHEMA = "the result is not an object, which the schema check reports too"
+
+BREAKAGES: dict[str, Breakage] = {
+    "relative-cwd-accepted": _b(AcceptsRelativeCwd, "session.cwd.relative-rejected", "WARN"),
+    "rejects-stdio-mcp": _b(RejectsStdioMcp, "session.mcp.stdio"),
+    "process-cwd-paths": _b(
+        ProcessCwdPaths,
+        "session.cwd.authoritative",
+        also={"session.roots.boundary"},
+        why="a path under the process directory is also outside the session's root set (a WARN)",
+    ),
+    "paths-outside-roots": _b(PathsOutsideRoots, "session.roots.boundary", "WARN"),
+    "late-replay": _b(LateReplay, "session.load.replay-before-response"),
+    "replay-wrong-session-id": _b(ReplayWrongSessionId, "session.load.replay-session-id"),
+    "replay-without-prompts": _b(ReplayWithoutPrompts, "session.load.replay-all"),
+    "load-always-fails": _b(LoadAlwaysFails, "session.load.replay-all"),
+    "load-result-array": _b(LoadResultArray, "session.load.response", also={"schema.valid"}, why=_SCHEMA),
+    "load-result-null": _b(LoadResultNull, "session.load.response", "WARN", also={"schema.valid"}, why=_SCHEMA),
+    "shared-user-message-id": _b(SharedUserMessageId, "session.load.message-ids"),
+    "loaded-session-unusable": _b(LoadedSessionUnusable, "session.load.continue"),
+    "load-without-capability": _b(LoadWithoutCapability, "session.load.unsupported", "WARN"),
+    "loads-unknown-sessions": _b(
+        LoadsUnknownSessions,
+        "error.resource-not-found",
+        "WARN",
+        also={"session.load.replay-all"},
+        why="a fresh agent process then 'loads' the conversation it does not know with an empty replay",
+    ),
+    "resume-replays": _b(ResumeReplays, "session.resume.no-replay"),
+    "resume-result-array": _b(ResumeResultArray, "session.resume.response", also={"schema.valid"}, why=_SCHEMA),
+    "close-errors-running-prompt": _b(CloseErrorsRunningPrompt, "session.close.cancels-work"),
+    "close-result-extra": _b(CloseResultExtra, "session.close.response"),
+    "close-unknown-hangs": _b(
+        CloseUnknownHangs,
+        "session.close.unknown",
+        "WARN",
+        also={"jsonrpc.every-request-answered"},
+        why="the session/close left unanswered is a request never answered",
+    ),
+    "list-requires-cwd": _b(ListRequiresCwd, "session.list.params-optional"),
+    "list-relative-cwd": _b(ListRelativeCwd, "session.list.response"),
+    "list-empty-is-error": _b(ListEmptyIsError, "session.list.empty"),
+    "list-ignores-cwd": _b(
+        ListIgnoresCwd,
+        "session.list.cwd-filter",
+        also={"session.list.empty"},
+        why="ignoring the filter also lists, for a directory no session uses, the session opened elsewhere",
+    ),
+    "list-accepts-any-cursor": _b(ListAcceptsAnyCursor, "session.list.invalid-cursor", "WARN"),
+    "list-pages-forever": _b(ListPagesForever, "session.list.page-size", "WARN"),
+    "list-replays-history": _b(ListReplaysHistory, "session.list.discovery-only"),
+    "delete-keeps-session": _b(DeleteKeepsSession, "session.delete.removes"),
+    "delete-result-extra": _b(DeleteResultExtra, "session.delete.response"),
+    "delete-unknown-errors": _b(DeleteUnknownErrors, "session.delete.idempotent", "WARN"),
+    "set-mode-ignored": _b(SetModeIgnored, "mode.set.response"),
+    "set-mode-accepts-unknown": _b(SetModeAcceptsUnknown, "mode.set.invalid", "WARN"),
+    "set-mode-waits-for-turn": _b(SetModeWaitsForTurn, "mode.set.anytime"),
+    "set-config-waits-for-turn": _b(SetConfigWaitsForTurn, "config.set.anytime"),
+    "set-config-partial-result": _b(SetConfigPartialResult, "config.set.response-complete"),
+    "set-config-accepts-unknown": _b(SetConfigAcceptsUnknown, "config.set.invalid", "WARN"),
+    "partial-config-update": _b(PartialConfigUpdate, "config.update.complete"),
+    "config-value-not-listed": _b(ConfigValueNotListed, "config.default-value"),
+    "unreserved-category": _b(UnreservedCategory, "config.category.reserved"),
+    "ungated-boolean-option": _b(UngatedBooleanOption, "config.boolean.gated"),
+    "no-mode-config-option": _b(NoModeConfigOption, "mode.dual-advertise", "WARN"),
+    "rejects-meta-in-session-new": _b(RejectsMetaInSessionNew, "ext.meta.everywhere"),
+    "rejects-capability-meta": _b(
+        RejectsCapabilityMeta,
+        "cap.custom-meta",
+        "WARN",
+        also={"ext.meta.everywhere"},
+        why="capability objects are among the places _meta must be accepted (a MUST there)",
+    ),
+    "assumes-meta-strings": _b(AssumesMetaStrings, "ext.meta.no-assumptions"),
+    "invalid-params-as-internal-error": _b(InvalidParamsAsInternalError, "jsonrpc.invalid-params", "WARN"),
+    "prompt-to-unknown-session-succeeds": _b(
+        PromptToUnknownSessionSucceeds,
+        "prompt.unknown-session",
+        "WARN",
+        also={"error.resource-not-found"},
+        why="a success is also not the -32002 an unknown session should get (a WARN)",
+    ),
+    "unknown-session-invalid-params": _b(UnknownSessionInvalidParams, "error.resource-not-found", "WARN"),
+    "non-underscore-extension": _b(NonUnderscoreExtension, "ext.method.underscore"),
+    "custom-root-field": _b(CustomRootField, "ext.no-root-fields"),
+    "session-info-update-with-session-id": _b(SessionInfoUpdateWithSessionId, "session.info-update.fields"),
+    "non-trace-data-in-traceparent": _b(NonTraceDataInTraceparent, "ext.meta.trace-keys", "WARN"),
+    "accepts-unknown-auth-method": _b(AcceptsUnknownAuthMethod, "auth.authenticate.unknown-id", "WARN"),
+    "ungated-terminal-auth": _b(UngatedTerminalAuth, "auth.terminal.gated"),
+    "restores-additional-directories": _b(RestoresAdditionalDirectories, "session.additional-dirs.no-implicit-restore"),
+}
+
+#: Runnable agents that are no breakage (run by tests/unit/test_checks_sessions.py): the
+#: conforming bases of some breakages, and breakages that need --acp-auth-method.
+AGENTS: dict[str, type[MockAgent]] = {
+    "additional-directories": AdditionalDirectories,
+    "requires-auth": RequiresAuth,
+    "authenticate-answers-array": AuthenticateAnswersArray,
+    "logout-unimplemented": LogoutUnimplemented,
+    "logout-keeps-auth": LogoutKeepsAuth,
+}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in AGENTS:
+        print(f"usage: {sys.argv[0]} NAME [mock_agent options]; NAME one of: {', '.join(AGENTS)}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[2:], agent_cls=AGENTS[sys.argv[1]]))

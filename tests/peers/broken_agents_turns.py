@@ -1,0 +1,352 @@
+"""Broken agents for prompt turns: tool calls, permission, cancellation, capability gating,
+fs / terminal use and prompt content.  Each is the reference agent with one method overridden.
+
+Merged into ``BREAKAGES`` by ``broken_agents.py`` (run them through it).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _breakage import Breakage, Json
+
+from acp_conformance.core import jsonrpc
+from acp_conformance.peer import HandlerError
+from mock_agent import MockAgent, Session, Turn
+
+END_TURN = "end_turn"
+
+
+# ----------------------------------------------------------------- tool calls
+class RelativeToolLocation(MockAgent):
+    def tool_call(self, turn: Turn, tool_call_id: str) -> Json:
+        update = super().tool_call(turn, tool_call_id)
+        update["locations"] = [{"path": os.path.basename(loc["path"]), "line": 1} for loc in update["locations"]]
+        return update
+
+
+class ToolLocationLineZero(MockAgent):
+    def tool_call(self, turn: Turn, tool_call_id: str) -> Json:
+        update = super().tool_call(turn, tool_call_id)
+        update["locations"] = [{**loc, "line": 0} for loc in update["locations"]]
+        return update
+
+
+class RelativeDiffPath(MockAgent):
+    async def emit(self, turn: Turn, update: Json) -> None:
+        content = update.get("content")
+        if isinstance(content, list):
+            update = {
+                **update,
+                "content": [
+                    {**c, "path": os.path.basename(c["path"])} if c.get("type") == "diff" else c for c in content
+                ],
+            }
+        await super().emit(turn, update)
+
+
+class _OneToolCallId(Session):
+    def next_tool_call_id(self) -> str:
+        return "call_001"
+
+
+class ReusedToolCallId(MockAgent):
+    def create_session(self, cwd: str, mcp_servers: list[Any], params: Json) -> Session:
+        session = _OneToolCallId(id=self.new_session_id(), cwd=cwd, mcp_servers=mcp_servers, updated_at=self.now())
+        self.sessions[session.id] = session
+        return session
+
+
+class UpdateForUnknownToolCall(MockAgent):
+    def tool_update(self, tool_call_id: str, status: str, content: list[Json] | None = None, **extra: Any) -> Json:
+        if status in ("completed", "failed"):
+            tool_call_id += "-final"  # a tool call it never announced
+        return super().tool_update(tool_call_id, status, content, **extra)
+
+
+class StatusAfterCompleted(MockAgent):
+    async def run_tool(self, turn: Turn, tool_call_id: str) -> str:
+        outcome = await super().run_tool(turn, tool_call_id)
+        if outcome == END_TURN:
+            await self.emit(turn, self.tool_update(tool_call_id, "in_progress"))
+        return outcome
+
+
+class UnannouncedToolCall(MockAgent):
+    async def send_update(self, session_id: str, update: Json) -> None:
+        if update.get("sessionUpdate") == "tool_call":
+            return  # runs the tool (asks permission for it) but never announces it
+        await super().send_update(session_id, update)
+
+
+class NoInProgress(MockAgent):
+    def tool_update(self, tool_call_id: str, status: str, content: list[Json] | None = None, **extra: Any) -> Json:
+        return super().tool_update(tool_call_id, "pending" if status == "in_progress" else status, content, **extra)
+
+
+class TerminalEmbeddedAfterRelease(MockAgent):
+    async def release_terminal(self, turn: Turn, terminal_id: str) -> None:
+        await super().release_terminal(turn, terminal_id)
+        await self.emit(
+            turn,
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": f"call_{turn.session.tool_seq:03d}",
+                "content": [{"type": "terminal", "terminalId": terminal_id}],
+            },
+        )
+
+
+# ----------------------------------------------------------------- permission
+class IgnoresRejection(MockAgent):
+    async def request_permission(self, turn: Turn, tool_call_id: str) -> str:
+        decision = await super().request_permission(turn, tool_call_id)
+        return "allow_once" if decision in ("reject_once", "reject_always") else decision
+
+
+class RemembersAllowOnce(MockAgent):
+    async def request_permission(self, turn: Turn, tool_call_id: str) -> str:
+        decision = await super().request_permission(turn, tool_call_id)
+        if decision == "allow_once":
+            turn.session.allow_always = True
+        return decision
+
+
+class DuplicateOptionIds(MockAgent):
+    def permission_options(self) -> list[Json]:
+        options = super().permission_options()
+        # Same behaviour for either: both ids mean "reject" to this agent.
+        return [*options[:3], {**options[3], "optionId": options[2]["optionId"]}]
+
+
+# --------------------------------------------------------------- cancellation
+class EndsCancelledTurnsWithEndTurn(MockAgent):
+    def stop_reason(self, turn: Turn, proposed: str) -> str:
+        return END_TURN if turn.cancelled and turn.reason == "session/cancel" else super().stop_reason(turn, proposed)
+
+
+class ErrorOnCancel(MockAgent):
+    async def prompt_turn(self, turn: Turn) -> str:
+        outcome = await super().prompt_turn(turn)
+        if turn.cancelled and turn.reason == "session/cancel":
+            raise HandlerError(jsonrpc.ErrorCode.REQUEST_CANCELLED, "aborted")
+        return outcome
+
+
+class LateUpdateAfterCancel(MockAgent):
+    async def after_prompt_response(self, turn: Turn) -> None:
+        if turn.cancelled and turn.reason == "session/cancel":
+            await self.send_update(turn.session_id, self.message_chunk("agent_message_chunk", "(aborted)", None))
+
+
+class IgnoresCancel(MockAgent):
+    def on_cancel(self, params: Json) -> None:
+        pass  # the turn runs on as if nothing had been asked
+
+
+class ForgetsCancelOnCancelledPermission(MockAgent):
+    async def request_permission(self, turn: Turn, tool_call_id: str) -> str:
+        decision = await super().request_permission(turn, tool_call_id)
+        if decision == "cancelled":
+            # Reads the cancelled outcome as a plain "no" and drops the turn's cancellation with it.
+            turn.cancel_event = anyio.Event()
+            return "reject_once"
+        return decision
+
+
+class IdleCancelClosesSession(MockAgent):
+    def on_cancel(self, params: Json) -> None:
+        sid = params.get("sessionId")
+        session = self.sessions.get(sid) if isinstance(sid, str) else None
+        if session is not None and session.turn is None:
+            del self.sessions[session.id]  # "cancelled" the whole session
+        super().on_cancel(params)
+
+
+class SwallowsCancelledRequest(MockAgent):
+    def on_cancel_request(self, params: Json) -> None:
+        rid = params.get("requestId")
+        super().on_cancel_request(params)
+
+        def drop(data: bytes) -> bytes:
+            msg = orjson.loads(data)
+            return b"" if "method" not in msg and msg.get("id") == rid else data
+
+        self.peer.wire_filter = drop  # the cancelled request's answer never leaves
+
+
+# ------------------------------------------------------------ capability gating
+class ReadsWithoutCapability(MockAgent):
+    def can_read_files(self) -> bool:
+        return True
+
+
+class WritesWithoutCapability(MockAgent):
+    def can_write_files(self) -> bool:
+        return True
+
+
+class TerminalWithoutCapability(MockAgent):
+    def can_use_terminal(self) -> bool:
+        return True
+
+
+class ElicitsWithoutCapability(MockAgent):
+    async def run_tool(self, turn: Turn, tool_call_id: str) -> str:
+        await self.client_request(
+            turn,
+            "elicitation/create",
+            {
+                "sessionId": turn.session_id,
+                "toolCallId": tool_call_id,
+                "mode": "form",
+                "message": "Which greeting should the file contain?",
+                "requestedSchema": {"type": "object", "properties": {"greeting": {"type": "string"}}},
+            },
+        )
+        return await super().run_tool(turn, tool_call_id)
+
+
+class FailsWithoutFs(MockAgent):
+    async def run_tool(self, turn: Turn, tool_call_id: str) -> str:
+        if not self.can_write_files():
+            raise HandlerError(jsonrpc.ErrorCode.INTERNAL_ERROR, "internal error: no file system to write to")
+        return await super().run_tool(turn, tool_call_id)
+
+
+# ------------------------------------------------------------ fs and terminals
+class RelativeReadPath(MockAgent):
+    async def read_probe(self, turn: Turn) -> tuple[str, str | None]:
+        params = {"sessionId": turn.session_id, "path": "acp-probe.txt", "line": 1, "limit": 1}
+        response = await self.client_request(turn, "fs/read_text_file", params)
+        return "", self._failure("fs/read_text_file", response, turn)
+
+
+class ReadLineZero(MockAgent):
+    async def read_probe(self, turn: Turn) -> tuple[str, str | None]:
+        params = {"sessionId": turn.session_id, "path": self.probe_path(turn.session), "line": 0, "limit": 1}
+        response = await self.client_request(turn, "fs/read_text_file", params)
+        failure = self._failure("fs/read_text_file", response, turn)
+        return (str(response.result.get("content")) if failure is None and response else ""), failure
+
+
+class RelativeWritePath(MockAgent):
+    async def write_probe(self, turn: Turn) -> str | None:
+        params = {"sessionId": turn.session_id, "path": "acp-probe.txt", "content": "hello\n"}
+        return self._failure("fs/write_text_file", await self.client_request(turn, "fs/write_text_file", params), turn)
+
+
+class RelativeTerminalCwd(MockAgent):
+    async def client_request(self, turn: Turn | None, method: str, params: Json, **kw: Any) -> Any:
+        if method == "terminal/create":
+            params = {**params, "cwd": "."}
+        return await super().client_request(turn, method, params, **kw)
+
+
+class NeverReleasesTerminals(MockAgent):
+    async def release_terminal(self, turn: Turn, terminal_id: str) -> None:
+        if terminal_id in turn.terminals:
+            turn.terminals.remove(terminal_id)  # forgets it without terminal/release
+
+
+# -------------------------------------------------------------------- content
+class RejectsResourceLinks(MockAgent):
+    async def prompt_turn(self, turn: Turn) -> str:
+        if any(b.get("type") == "resource_link" for b in turn.prompt):
+            raise HandlerError(jsonrpc.ErrorCode.INVALID_PARAMS, "resource_link blocks are not supported")
+        return await super().prompt_turn(turn)
+
+
+class RejectsDeclaredImages(MockAgent):
+    async def prompt_turn(self, turn: Turn) -> str:
+        if any(b.get("type") == "image" for b in turn.prompt):
+            raise HandlerError(jsonrpc.ErrorCode.INVALID_PARAMS, "image blocks are not supported")
+        return await super().prompt_turn(turn)
+
+
+class AcceptsUndeclaredImages(MockAgent):
+    def agent_capabilities(self) -> Json:
+        caps = super().agent_capabilities()
+        caps["promptCapabilities"] = {**caps["promptCapabilities"], "image": False}
+        return caps  # ...and still takes image blocks like the reference does
+
+
+BREAKAGES: dict[str, Breakage] = {
+    # tool calls
+    "relative-tool-location": Breakage(RelativeToolLocation, "tool.location.shape"),
+    "tool-location-line-zero": Breakage(ToolLocationLineZero, "tool.location.shape", status="WARN"),
+    "relative-diff-path": Breakage(RelativeDiffPath, "tool.diff.semantics"),
+    "reused-tool-call-id": Breakage(ReusedToolCallId, "tool.id.unique"),
+    "update-for-unknown-tool-call": Breakage(UpdateForUnknownToolCall, "tool.update.known-id", status="WARN"),
+    "status-after-completed": Breakage(StatusAfterCompleted, "tool.status.terminal-final", status="WARN"),
+    "unannounced-tool-call": Breakage(
+        UnannouncedToolCall,
+        "tool.report",
+        status="WARN",
+        also=frozenset({"tool.update.known-id"}),
+        why_also="the scenario library and the stateful fuzzer count only a tool_call as introducing an id; "
+        "test_tool_calls also accepts the permission request that carried it (as clients display it)",
+    ),
+    "no-in-progress": Breakage(NoInProgress, "prompt.tool-in-progress", status="WARN"),
+    "terminal-embedded-after-release": Breakage(TerminalEmbeddedAfterRelease, "tool.terminal.embed-before-release"),
+    # permission
+    "ignores-rejection": Breakage(IgnoresRejection, "perm.agent-honours-outcome"),
+    "remembers-allow-once": Breakage(RemembersAllowOnce, "perm.agent-honours-outcome"),
+    "duplicate-option-ids": Breakage(DuplicateOptionIds, "perm.option.shape"),
+    # cancellation
+    "ends-cancelled-turns-with-end-turn": Breakage(
+        EndsCancelledTurnsWithEndTurn,
+        "cancel.stop-reason",
+        also=frozenset({"perm.agent-cancel-race"}),
+        why_also="a turn cancelled while its permission request is pending is a cancelled turn too",
+    ),
+    "error-on-cancel": Breakage(ErrorOnCancel, "cancel.no-error"),
+    "late-update-after-cancel": Breakage(LateUpdateAfterCancel, "cancel.updates-before-response"),
+    "ignores-cancel": Breakage(
+        IgnoresCancel,
+        "cancel.stop-asap",
+        status="WARN",
+        also=frozenset({"cancel.stop-reason", "jsonrpc.every-request-answered"}),
+        why_also="the scenario library's cancel-long-turn waits for the cancelled turn's answer with a deadline "
+        "and fails cancel.stop-reason and every-request-answered when it does not come (test_cancellation "
+        "warns on cancel.stop-asap and leaves the stop reason INCONCLUSIVE: no deadline is in the spec)",
+    ),
+    "forgets-cancel-on-cancelled-permission": Breakage(
+        ForgetsCancelOnCancelledPermission,
+        "perm.agent-cancel-race",
+        also=frozenset({"cancel.stop-reason"}),
+        why_also="the scenario library's cancel-mid-permission judges the same turn under cancel.stop-reason",
+    ),
+    "idle-cancel-closes-session": Breakage(IdleCancelClosesSession, "cancel.idle", status="WARN"),
+    "swallows-cancelled-request": Breakage(SwallowsCancelledRequest, "cancelreq.must-answer"),
+    # capability gating
+    "reads-without-capability": Breakage(ReadsWithoutCapability, "fs.read.gated"),
+    "writes-without-capability": Breakage(WritesWithoutCapability, "fs.write.gated"),
+    "terminal-without-capability": Breakage(TerminalWithoutCapability, "term.gated"),
+    "elicits-without-capability": Breakage(ElicitsWithoutCapability, "elicit.mode.gated"),
+    "fails-without-fs": Breakage(
+        FailsWithoutFs,
+        "cap.all-combinations",
+        status="WARN",
+        also=frozenset({"prompt.response.stop-reason"}),
+        why_also="the failure is an error answer to session/prompt, a turn that ends without a stopReason",
+    ),
+    # fs and terminals
+    "relative-read-path": Breakage(RelativeReadPath, "fs.read.shape"),
+    "read-line-zero": Breakage(ReadLineZero, "fs.read.shape", status="WARN"),
+    "relative-write-path": Breakage(RelativeWritePath, "fs.write.shape"),
+    "relative-terminal-cwd": Breakage(RelativeTerminalCwd, "term.create.shape"),
+    "never-releases-terminals": Breakage(NeverReleasesTerminals, "term.agent-releases"),
+    # content
+    "rejects-resource-links": Breakage(RejectsResourceLinks, "content.resource-link.baseline"),
+    "rejects-declared-images": Breakage(RejectsDeclaredImages, "content.gated.agent-accepts"),
+    "accepts-undeclared-images": Breakage(AcceptsUndeclaredImages, "content.gated.agent-undeclared", status="WARN"),
+}
