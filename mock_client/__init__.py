@@ -1,7 +1,8 @@
 """The reference ACP v1 client: small, deterministic and conforming.
 
 ``python -m mock_client --agent CMD --prompt TEXT`` launches the agent,
-initializes (advertising fs and terminal by default), opens a session in
+initializes (advertising fs by default; terminal, which runs real
+commands confined to the session directory, only with ``--caps fs,terminal``), opens a session in
 the current directory and runs one prompt turn per ``--prompt``; without
 ``--prompt`` it reads one prompt per stdin line.  It serves ``fs/*`` on
 real files confined to the session directory and ``terminal/*`` with real

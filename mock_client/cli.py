@@ -28,7 +28,7 @@ CAP_WORDS = ("fs", "read", "write", "terminal", "none")
 
 
 def parse_caps(spec: str) -> ClientCapabilities:
-    """``fs,terminal`` (default), ``none``, or any of fs, read, write, terminal."""
+    """``fs`` (default), ``fs,terminal``, ``none``, or any of fs, read, write, terminal."""
     words = {w.strip() for w in spec.split(",") if w.strip()}
     unknown = words - set(CAP_WORDS)
     if unknown:
@@ -71,7 +71,11 @@ def build_parser(prog: str = "python -m mock_client") -> argparse.ArgumentParser
         "allow, reject, cancelled, hold (until the turn is cancelled), option:<id> (default: %(default)s)",
     )
     parser.add_argument(
-        "--caps", default="fs,terminal", type=parse_caps, help="advertised capabilities (default: %(default)s)"
+        "--caps",
+        default="fs",
+        type=parse_caps,
+        help="advertised capabilities (default: %(default)s); 'terminal' runs the agent's commands for real "
+        "(confined to the session directory), so it is opt-in: --caps fs,terminal",
     )
     parser.add_argument("--cwd", default=None, help="session working directory (default: the current directory)")
     parser.add_argument(
