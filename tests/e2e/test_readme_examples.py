@@ -1,0 +1,19 @@
+"""The README's Python example runs as written (documentation that works)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from tests.e2e._suite_run import ROOT
+
+
+def test_readme_python_example_runs(tmp_path: object) -> None:
+    text = (ROOT / "README.md").read_text("utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks, "README.md has no python example"
+    for code in blocks:
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert proc.stdout.split()[0] == "end_turn" and proc.stdout.strip().endswith("[]"), proc.stdout
