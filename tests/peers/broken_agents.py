@@ -381,7 +381,13 @@ BREAKAGES: dict[str, Breakage] = {
         why_also="an error instead of a result is also a turn that never ends with a stopReason",
     ),
     "updates-for-another-session": Breakage(UpdatesForAnotherSession, "prompt.updates.session-id"),
-    "output-after-response": Breakage(OutputAfterResponse, "prompt.updates.before-response", status="WARN"),
+    "output-after-response": Breakage(
+        OutputAfterResponse,
+        "prompt.updates.before-response",
+        status="WARN",
+        also=frozenset({"cancel.updates-before-response"}),
+        why_also="the late chunk also follows the response of a cancelled turn (a MUST)",
+    ),
     "bad-chunk-content": Breakage(BadChunkContent, "update.chunk.shape"),
     "unknown-update-kind": Breakage(UnknownUpdateKind, "update.discriminator"),
 }
