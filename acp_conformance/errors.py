@@ -10,7 +10,8 @@ as peer failures, and peer failures never escape as tracebacks::
     ├── RemoteProtocolError       the peer broke a clause (carries clause_id)
     ├── PeerError                 the peer process itself misbehaved
     │   ├── PeerExited            it exited / closed stdout while we waited
-    │   └── PeerTimeout           a deadline passed while we waited
+    │   ├── PeerTimeout           a deadline passed while we waited
+    │   └── PeerUnavailable       not started: its earlier handshakes all failed
     ├── RpcError                  the peer answered a request with an error
     ├── ConfigurationError        bad user input: option, command, schema
     │   └── SchemaNotFound        the official schema could not be located
@@ -33,6 +34,7 @@ __all__ = [
     "PeerError",
     "PeerExited",
     "PeerTimeout",
+    "PeerUnavailable",
     "RemoteProtocolError",
     "RpcError",
     "ScenarioError",
@@ -127,3 +129,8 @@ class ConformanceFailure(AssertionError):
         self.clause_id = clause_id
         self.expected = expected
         self.actual = actual
+
+
+class PeerUnavailable(PeerError):
+    """The agent was not started for this test: every earlier handshake in this
+    run failed, so starting it again would only wait out another timeout."""

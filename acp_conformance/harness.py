@@ -27,7 +27,7 @@ from acp_conformance.clauses import registry
 from acp_conformance.client import ClientCapabilities, ClientEndpoint, PermissionPolicy, Sandbox, VirtualTerminals
 from acp_conformance.core.connection import Role
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
-from acp_conformance.errors import ConformanceFailure
+from acp_conformance.errors import ConformanceFailure, PeerExited, PeerTimeout, PeerUnavailable
 from acp_conformance.peer import Peer
 from acp_conformance.results import ClauseResult, Status
 from acp_conformance.transcript import Transcript, redactor
@@ -35,6 +35,24 @@ from acp_conformance.transport.process import ProcessTransport, spawn
 from acp_conformance.validation import SchemaValidator
 
 __all__ = ["AcpSpecWarning", "AgentConfig", "AgentHarness", "Connection", "PreparedPeer"]
+
+#: After this many handshakes in a row fail (no ``initialize`` answer, or the
+#: process died first) without one ever succeeding, later tests in the same
+#: process stop starting the agent: a dead agent then costs seconds, not one
+#: startup timeout per test.  Two, not one, so a single cold start (npx
+#: downloading, a JIT warming up) cannot write off the whole run.
+DEAD_AFTER = 2
+
+
+@dataclass
+class _Liveness:
+    """Per-process memory of how handshakes with each command went."""
+
+    ok: bool = False
+    failures: list[str] = field(default_factory=list)
+
+
+_LIVENESS: dict[str, _Liveness] = {}
 
 
 class AcpSpecWarning(UserWarning):
@@ -155,6 +173,12 @@ class AgentHarness:
             transcript.add("stderr", line)
 
         cwd = self.config.cwd or tempfile.gettempdir()
+        seen = _LIVENESS.setdefault(self.config.command, _Liveness())
+        if initialize and not seen.ok and len(seen.failures) >= DEAD_AFTER:
+            raise PeerUnavailable(
+                f"not started again: the agent failed its first {len(seen.failures)} handshakes in this "
+                f"run and never completed one (last: {seen.failures[-1]})"
+            )
         async with AsyncExitStack() as stack:
             env = dict(self.config.env)
             if self.config.setup is not None:
@@ -215,15 +239,21 @@ class AgentHarness:
                 failed = True
                 try:
                     if initialize:
-                        result = await peer.request(
-                            "initialize",
-                            {
-                                "protocolVersion": protocol_version,
-                                "clientCapabilities": client.capabilities.to_wire(),
-                                "clientInfo": client.client_info,
-                            },
-                            timeout=self.config.startup_timeout,
-                        )
+                        seen = _LIVENESS.setdefault(self.config.command, _Liveness())
+                        try:
+                            result = await peer.request(
+                                "initialize",
+                                {
+                                    "protocolVersion": protocol_version,
+                                    "clientCapabilities": client.capabilities.to_wire(),
+                                    "clientInfo": client.client_info,
+                                },
+                                timeout=self.config.startup_timeout,
+                            )
+                        except (PeerTimeout, PeerExited) as exc:
+                            seen.failures.append(exc.message)
+                            raise
+                        seen.ok = True
                         client.init_result = result if isinstance(result, dict) else {}
                         self._remember_peer(client.init_result)
                         if self.config.auth_method:

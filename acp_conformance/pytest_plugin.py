@@ -26,7 +26,7 @@ from acp_conformance.reporting import RunResults, TestRecord
 from acp_conformance.results import ClauseResult, Status
 from acp_conformance.schema import locate_schema
 from acp_conformance.suite._support import INCONCLUSIVE, NOT_APPLICABLE
-from acp_conformance.suite_bindings import checked_clauses, passive_clauses, suite_dir
+from acp_conformance.suite_bindings import bindings, checked_clauses, passive_clauses, suite_dir
 from acp_conformance.validation import SchemaValidator
 
 _CALL = pytest.StashKey[tuple[str, BaseException | None]]()
@@ -66,6 +66,11 @@ class AcpState:
         if role == "agent":
             self.agent = _agent_config(config)
             self.command = self.agent.command  # a profile name resolves to the installed program
+
+    def unbound_passive(self) -> list[str]:
+        """Selected stream-level clauses no test is bound to: judged on all traffic."""
+        bound = bindings(self.role)
+        return sorted(c for c in set(self.clauses) & passive_clauses(self.role) if c not in bound)
 
 
 def _agent_config(config: pytest.Config) -> AgentConfig:
@@ -188,10 +193,14 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if state is None:
         return None
     s = state.schema
-    return [
+    lines = [
         f"acp {state.role}: {state.command}",
         f"acp schema: {s.version} from {s.source} {s.path} (sha256 {s.sha256[:12]})",
     ]
+    unbound = state.unbound_passive()
+    if unbound:
+        lines.append(f"acp selection: {', '.join(unbound)} judged on every exchange, so every test runs")
+    return lines
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -208,6 +217,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if state is None or not state.clauses:
         return
     wanted = set(state.clauses)
+    if state.unbound_passive():
+        return  # a stream-level clause no test is bound to is judged on all traffic: keep the lot
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
     for item in items:

@@ -35,7 +35,8 @@ async def test_escaped_newlines_in_strings_are_accepted(acp_agent: AgentHarness)
         assert turn.response is not None
 
 
-@pytest.mark.clause("transport.stdio.exit-on-stdin-close")
+# Also newline-delimited: whatever the agent writes on its way out must be whole lines.
+@pytest.mark.clause("transport.stdio.exit-on-stdin-close", "transport.stdio.newline-delimited")
 async def test_exits_after_stdin_closes(acp_agent: AgentHarness) -> None:
     """Reported, not required: does the agent exit once the client closes its stdin?"""
     async with acp_agent.connect() as conn:
