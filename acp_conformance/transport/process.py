@@ -3,21 +3,54 @@
 Why the care: peers under test are often wrappers (npx, uvx, node shims
 around native binaries) whose grandchildren hold the pipes open after the
 child dies, ignore stdin EOF, or flood stderr.  So the child gets its own
-process group; stderr is drained concurrently into a bounded ring so a
-flood can never stall the peer's stdout; and teardown escalates: close
-stdin, wait, SIGTERM the group, wait, SIGKILL the group plus every
-descendant found in /proc (catching those that called setsid).
+process group and session; stderr is drained concurrently into a bounded
+ring so a flood can never stall the peer's stdout; and teardown escalates:
+close stdin, wait, SIGTERM, wait, SIGKILL.
+
+What teardown kills (Linux), beyond the child itself: every process that
+belongs to this spawn, found in /proc by any of
+
+* its process group or session (the child leads both: ``setsid`` at spawn),
+  as long as the child's pid was not recycled by an unrelated process;
+* a descendant remembered while the tree was still linked (pid *and* start
+  time, so a recycled pid is never mistaken for it);
+* the spawn's tag, an ``ACP_CONFORMANCE_SPAWN`` value only this child got in
+  its environment (inherited by everything it starts, unless it clears it);
+* holding one of this spawn's pipes (how a daemonised grandchild keeps our
+  stdout open after the child exited);
+* the descendants of all of those.
+
+The calling process is made a *child subreaper* at the first spawn
+(``prctl(PR_SET_CHILD_SUBREAPER)``), so orphans of the peer's tree are
+re-parented to us rather than to init: they stay in our process tree, and we
+can reap them once killed (nothing else would).  An adopted orphan that
+matches none of the above (a classic double-forked daemon: other session,
+stdio on /dev/null, environment cleared) is recognised by being our child
+while sitting in a session that is neither ours nor its own - no process we
+start ourselves looks like that - and by being born while spawns were
+running; it is killed once no spawn is live any more, so two concurrent
+spawns never kill each other's processes.  Another live spawn's direct child
+is never signalled, nor is any process this process started itself.  Every
+kill is followed by a bounded wait for the process to actually exit.
+
+Not caught: a process that forks once, leads its own new session, closes the
+pipes and clears its environment, all before teardown looks (it is
+indistinguishable from a process we started with ``start_new_session``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import secrets
 import shlex
 import signal
 import subprocess
+import sys
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -26,10 +59,14 @@ import anyio.abc
 from acp_conformance._util import single_exception
 from acp_conformance.errors import ConfigurationError, PeerExited
 
-__all__ = ["ProcessTransport", "descendants", "parse_command", "spawn"]
+__all__ = ["SPAWN_TAG_VAR", "ProcessTransport", "descendants", "parse_command", "spawn"]
 
 READ_CHUNK = 256 * 1024
 STDERR_LINE_CAP = 4096
+#: Environment variable carrying the per-spawn tag (see the module docstring).
+SPAWN_TAG_VAR = "ACP_CONFORMANCE_SPAWN"
+_PR_SET_CHILD_SUBREAPER = 36
+_PROC = Path("/proc")
 
 
 def parse_command(command: str | list[str]) -> list[str]:
@@ -46,48 +83,160 @@ def parse_command(command: str | list[str]) -> list[str]:
     return argv
 
 
-def descendants(pid: int) -> list[int]:
-    """All live descendants of ``pid`` (Linux /proc walk; empty elsewhere)."""
-    children: dict[int, list[int]] = {}
-    proc = Path("/proc")
-    if not proc.is_dir():
+# ---------------------------------------------------------------- /proc access
+@dataclass(frozen=True, slots=True)
+class _Proc:
+    """The fields of /proc/PID/stat that teardown needs."""
+
+    pid: int
+    state: str
+    ppid: int
+    pgrp: int
+    session: int
+    start: int  # clock ticks after boot: with the pid, identifies one process
+
+
+def _stat(pid: int) -> _Proc | None:
+    try:
+        text = (_PROC / str(pid) / "stat").read_text()
+        # The command name is parenthesised and may contain anything, ")" included.
+        fields = text[text.rindex(")") + 2 :].split()
+        return _Proc(pid, fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _processes() -> list[_Proc]:
+    try:
+        names = os.listdir(_PROC)
+    except OSError:
         return []
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # Field 4 (ppid) follows the parenthesised command name, which may contain spaces.
-        try:
-            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        except (ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
+    out = []
+    for name in names:
+        if name.isdigit():
+            info = _stat(int(name))
+            if info is not None:
+                out.append(info)
+    return out
+
+
+def _children_map(procs: list[_Proc]) -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for p in procs:
+        children.setdefault(p.ppid, []).append(p.pid)
+    return children
+
+
+def _walk(children: dict[int, list[int]], roots: list[int]) -> list[int]:
     out: list[int] = []
-    stack = [pid]
+    seen = set(roots)
+    stack = list(roots)
     while stack:
         for child in children.get(stack.pop(), []):
-            out.append(child)
-            stack.append(child)
+            if child not in seen:
+                seen.add(child)
+                out.append(child)
+                stack.append(child)
     return out
+
+
+def descendants(pid: int) -> list[int]:
+    """All live descendants of ``pid`` (Linux /proc walk; empty elsewhere)."""
+    return _walk(_children_map(_processes()), [pid])
+
+
+def _environ_has(pid: int, needle: bytes) -> bool:
+    try:
+        return needle in (_PROC / str(pid) / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def _pipe_inodes_of(pid: int) -> set[str]:
+    out = set()
+    for fd in (0, 1, 2):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("pipe:"):
+            out.add(target)
+    return out
+
+
+def _holds_any(pid: int, pipes: set[str]) -> bool:
+    try:
+        entries = list(os.scandir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+    for entry in entries:
+        try:
+            if os.readlink(entry.path) in pipes:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+# -------------------------------------------------------- spawn bookkeeping
+class _Registry:
+    """What this process knows about its live spawns (shared by all of them)."""
+
+    def __init__(self) -> None:
+        self.live: dict[int, ProcessTransport] = {}
+        #: Start time of the earliest child of the current busy period (spawns live).
+        self.busy_start: int | None = None
+        self.subreaper = False
+
+    def enable_subreaper(self) -> None:
+        if self.subreaper or not sys.platform.startswith("linux"):
+            return
+        self.subreaper = True
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        except (OSError, AttributeError):  # no libc prctl: orphans go to init instead
+            pass
+
+    def add(self, transport: ProcessTransport) -> None:
+        if not self.live:
+            self.busy_start = transport.start
+        elif transport.start is not None and self.busy_start is not None:
+            self.busy_start = min(self.busy_start, transport.start)
+        self.live[transport.pid] = transport
+
+    def remove(self, transport: ProcessTransport) -> None:
+        self.live.pop(transport.pid, None)
+        if not self.live:
+            self.busy_start = None
+
+
+_registry = _Registry()
 
 
 class ProcessTransport:
     """Transport over a child process's stdin/stdout."""
 
-    def __init__(self, process: anyio.abc.Process, argv: list[str], stderr_lines: int) -> None:
+    def __init__(self, process: anyio.abc.Process, argv: list[str], stderr_lines: int, tag: str = "") -> None:
         self.process = process
         self.argv = argv
         self.pid = process.pid
+        self.tag = tag
         self.stderr_tail: deque[str] = deque(maxlen=stderr_lines)
         self.stderr_total = 0
         self.on_stderr: Callable[[str], None] | None = None
         self._stdout = process.stdout
         self._stdin = process.stdin
         self._stdin_closed = False
-        self._known_descendants: set[int] = set()
+        # pid -> start time of every descendant seen while the tree was linked.
+        self._known_descendants: dict[int, int] = {}
+        info = _stat(self.pid)
+        self.start = info.start if info is not None else None
+        self._pipes = _pipe_inodes_of(self.pid)
+        #: Processes teardown killed besides the child (pids), for diagnostics and tests.
+        self.stragglers_killed: list[int] = []
 
     @property
     def returncode(self) -> int | None:
@@ -167,22 +316,23 @@ class ProcessTransport:
 
     def snapshot_descendants(self) -> None:
         """Remember the peer's descendants while the tree is still linked."""
-        self._known_descendants.update(descendants(self.pid))
+        procs = _processes()
+        by_pid = {p.pid: p for p in procs}
+        for pid in _walk(_children_map(procs), [self.pid]):
+            self._known_descendants[pid] = by_pid[pid].start
 
     async def terminate(self, grace: float) -> int | None:
         """Close stdin, wait, SIGTERM the group, wait, SIGKILL everything."""
         self.snapshot_descendants()
         await self.close_output()
-        if await self.wait_exit(grace):
-            self._kill_stragglers()
-            return self.returncode
-        self.snapshot_descendants()
-        self._signal_all(signal.SIGTERM)
         if not await self.wait_exit(grace):
             self.snapshot_descendants()
-            self._signal_all(signal.SIGKILL)
-            await self.wait_exit(grace)
-        self._kill_stragglers()
+            self._signal_all(signal.SIGTERM)
+            if not await self.wait_exit(grace):
+                self.snapshot_descendants()
+                self._signal_all(signal.SIGKILL)
+                await self.wait_exit(grace)
+        await self._kill_stragglers(grace)
         return self.returncode
 
     async def wait_exit(self, timeout: float) -> bool:
@@ -192,37 +342,135 @@ class ProcessTransport:
             return True
         return False
 
-    def _signal_all(self, sig: signal.Signals) -> None:
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for pid in self._known_descendants:
-            try:
-                os.kill(pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
-        if self.returncode is None:
-            try:
-                os.kill(self.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
+    # ------------------------------------------------------------ the hunt
+    def _ids_are_ours(self) -> bool:
+        """Whether the child's pid - hence its group and session ids - can still only mean
+        this spawn: the child (or its zombie) holds it, or nobody does.  Once the pid was
+        recycled by another process, group and session no longer identify anything of ours."""
+        info = _stat(self.pid)
+        return info is None or info.start == self.start
 
-    def _kill_stragglers(self) -> None:
-        # The child is gone, but grandchildren in its group or that escaped it
-        # (setsid) may live on holding our pipes: they die too.
-        try:
-            os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for pid in self._known_descendants:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+    def _killpg(self, sig: signal.Signals) -> None:
+        if self._ids_are_ours():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, sig)
+
+    def _belongs(self, procs: list[_Proc]) -> dict[int, _Proc]:
+        """Every process of this spawn (see the module docstring), the child excluded."""
+        me = os.getpid()
+        spared = {me, self.pid} | {pid for pid in _registry.live if pid != self.pid}
+        tag = f"{SPAWN_TAG_VAR}={self.tag}".encode() if self.tag else None
+        ours = self._ids_are_ours()
+        found: dict[int, _Proc] = {}
+        for p in procs:
+            if p.pid in spared:
+                continue
+            if (
+                (ours and (p.session == self.pid or p.pgrp == self.pid))
+                or self._known_descendants.get(p.pid) == p.start
+                or (tag is not None and p.state != "Z" and _environ_has(p.pid, tag))
+                or (self._pipes and p.state != "Z" and _holds_any(p.pid, self._pipes))
+            ):
+                found[p.pid] = p
+        by_pid = {p.pid: p for p in procs}
+        roots = list(found) + ([self.pid] if ours and self.pid in by_pid else [])
+        for pid in _walk(_children_map(procs), roots):
+            if pid not in spared:
+                found[pid] = by_pid[pid]
+        if not _registry.live.keys() - {self.pid} and _registry.busy_start is not None:
+            # The end of a busy period: a child of ours in a session that is neither
+            # ours nor its own was not started by us (our children inherit our
+            # session or lead a new one): it was adopted, from a spawn's tree.
+            our_session = os.getsid(0)
+            for p in procs:
+                if (
+                    p.ppid == me
+                    and p.pid not in spared
+                    and p.state != "Z"
+                    and p.session not in (our_session, p.pid)
+                    and p.start >= _registry.busy_start
+                ):
+                    found.setdefault(p.pid, p)
+        return found
+
+    def _signal_all(self, sig: signal.Signals) -> None:
+        self._killpg(sig)
+        for p in self._belongs(_processes()).values():
+            if p.state != "Z":
+                _signal(p, sig)
+        if self.returncode is None and self._ids_are_ours():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, sig)
+
+    async def _kill_stragglers(self, grace: float) -> None:
+        # The child is gone, but processes of its tree - in its group, in other
+        # groups, in other sessions, orphaned - may live on holding our pipes.
+        self._killpg(signal.SIGKILL)
+        me = os.getpid()
+        victims = self._belongs(_processes())
+        if not victims:
+            return
+        with contextlib.ExitStack() as stack:
+            watched: list[tuple[_Proc, int | None]] = []
+            for p in victims.values():
+                fd = None if p.state == "Z" else _signal(p, signal.SIGKILL, keep_fd=True)
+                if fd is not None:
+                    stack.callback(os.close, fd)
+                    self.stragglers_killed.append(p.pid)
+                watched.append((p, fd))
+            # SIGKILL takes effect at once unless the machine is loaded or the process sits
+            # in an uninterruptible wait: not less than 2 s, so what we killed is also reaped.
+            with anyio.move_on_after(max(grace, 2.0)):
+                for _p, fd in watched:
+                    if fd is not None:
+                        await anyio.wait_readable(fd)  # a pidfd is readable once the process exited
+            for p, _fd in watched:
+                now = _stat(p.pid)
+                if now is not None and now.start == p.start and now.ppid == me:
+                    # Adopted (we are a subreaper): nobody else will reap it.
+                    with contextlib.suppress(ChildProcessError, OSError):
+                        os.waitpid(p.pid, os.WNOHANG)
 
     async def aclose(self) -> None:
         await self.terminate(1.0)
+
+
+def _signal(p: _Proc, sig: signal.Signals, *, keep_fd: bool = False) -> int | None:
+    """Signal ``p`` if it is still the same process.
+
+    With ``keep_fd``, returns an open pidfd of the signalled process (the
+    caller closes it), or None when it was not signalled or pidfds are
+    unavailable.  The pidfd is opened before the identity check, so a pid
+    recycled in between is never signalled.
+    """
+    try:
+        fd: int | None = os.pidfd_open(p.pid)
+    except (AttributeError, OSError):
+        fd = None
+    signalled = False
+    try:
+        now = _stat(p.pid)
+        if now is not None and now.start == p.start:
+            if fd is not None:
+                signal.pidfd_send_signal(fd, sig)
+            else:
+                os.kill(p.pid, sig)
+            signalled = True
+    except OSError:  # ProcessLookupError, PermissionError included
+        pass
+    if fd is not None and not (keep_fd and signalled):
+        os.close(fd)
+        fd = None
+    return fd
+
+
+@contextlib.contextmanager
+def _registered(transport: ProcessTransport) -> Iterator[None]:
+    _registry.add(transport)
+    try:
+        yield
+    finally:
+        _registry.remove(transport)
 
 
 @asynccontextmanager
@@ -235,13 +483,20 @@ async def spawn(
     grace: float = 2.0,
     on_stderr: Callable[[str], None] | None = None,
 ) -> AsyncIterator[ProcessTransport]:
-    """Start ``command`` and yield its transport; tear it down on exit, always."""
+    """Start ``command`` and yield its transport; tear it down on exit, always.
+
+    The child's environment is ours plus ``env`` plus ``ACP_CONFORMANCE_SPAWN``
+    (a random tag that lets teardown find its descendants).
+    """
     argv = parse_command(command)
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
+    tag = secrets.token_hex(8)
+    full_env[SPAWN_TAG_VAR] = tag
     if cwd is not None and not Path(cwd).is_dir():
         raise ConfigurationError(f"working directory {cwd} does not exist")
+    _registry.enable_subreaper()
     try:
         process = await anyio.open_process(
             argv,
@@ -258,17 +513,18 @@ async def spawn(
         ) from None
     except PermissionError:
         raise ConfigurationError(f"cannot start peer: {argv[0]!r} is not executable") from None
-    transport = ProcessTransport(process, argv, stderr_lines)
+    transport = ProcessTransport(process, argv, stderr_lines, tag)
     transport.on_stderr = on_stderr
     try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(transport.drain_stderr)
-            try:
-                yield transport
-            finally:
-                with anyio.CancelScope(shield=True):
-                    await transport.terminate(grace)
-                tg.cancel_scope.cancel()
+        with _registered(transport):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(transport.drain_stderr)
+                try:
+                    yield transport
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await transport.terminate(grace)
+                    tg.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         raise single_exception(group) from None
     finally:

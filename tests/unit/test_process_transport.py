@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AsyncExitStack, ExitStack, contextmanager
 from pathlib import Path
 
 import anyio
 import pytest
 
 from acp_conformance.errors import ConfigurationError, PeerExited
-from acp_conformance.transport import ProcessTransport, spawn
-from acp_conformance.transport.process import STDERR_LINE_CAP, descendants, parse_command
+from acp_conformance.transport import ProcessTransport, process, spawn
+from acp_conformance.transport.process import SPAWN_TAG_VAR, STDERR_LINE_CAP, descendants, parse_command
 
 pytestmark = [
     pytest.mark.anyio,
@@ -211,12 +212,6 @@ async def test_grandchild_holding_the_pipes_does_not_survive(tmp_path: Path, mod
         assert gone_or_zombie(tr.pid)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ProcessTransport only snapshots descendants at terminate(); a grandchild that called "
-    "setsid() after its parent (the spawned child) already exited is invisible to both killpg and the "
-    "/proc walk and survives teardown, holding the pipes",
-)
 async def test_orphaned_setsid_grandchild_does_not_survive(tmp_path: Path) -> None:
     pidfile = tmp_path / "grandchild.pid"
     with anyio.fail_after(10), ExitStack() as stack:
@@ -226,6 +221,175 @@ async def test_orphaned_setsid_grandchild_does_not_survive(tmp_path: Path) -> No
             pidfd = stack.enter_context(watched(gpid))
             await tr.process.wait()  # the wrapper is gone; its daemonised child still holds our pipes
         assert await exits_within(pidfd, 1.5), f"grandchild {gpid} survived teardown"
+        assert gpid in tr.stragglers_killed
+
+
+# argv: pidfile flags.  The child forks a grandchild that sleeps forever, then
+# (flag "early") exits at once.  The grandchild may call setsid ("setsid"), fork
+# once more ("double", a daemon), call setpgid ("setpgid"), point its stdio at
+# /dev/null ("closefds") and re-execute itself with an empty environment
+# ("clearenv"): each flag removes one of the ways teardown recognises it.
+ESCAPER = r"""
+import os, sys, time
+pidfile, flags = sys.argv[1], sys.argv[2].split(",")
+SLEEPER = (
+    "import os, sys, time\n"
+    "open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\n"
+    "os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
+    "while True: time.sleep(60)\n"
+)
+if os.fork() == 0:
+    if "setsid" in flags:
+        os.setsid()
+    if "double" in flags and os.fork() != 0:
+        os._exit(0)  # the classic daemon: the grandchild is no session leader
+    if "setpgid" in flags:
+        os.setpgid(0, 0)
+    if "closefds" in flags:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.closerange(3, 1024)
+    env = {} if "clearenv" in flags else dict(os.environ)
+    os.execve(sys.executable, [sys.executable, "-c", SLEEPER, pidfile], env)
+while not os.path.exists(pidfile):
+    time.sleep(0.005)
+sys.stdout.write("ready\n")
+sys.stdout.flush()
+if "early" in flags:
+    os._exit(0)
+sys.stdin.buffer.read()
+"""
+
+
+def environ_of(pid: int) -> list[bytes]:
+    return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+
+
+@pytest.mark.parametrize(
+    ("flags", "found_by"),
+    [
+        ("setpgid,closefds,clearenv,early", "its session"),
+        ("setsid,closefds,early", "the spawn tag in its environment"),
+        ("setsid,clearenv,early", "holding our pipes"),
+        ("setsid,double,closefds,clearenv,early", "being an adopted orphan born during the spawn"),
+    ],
+)
+async def test_escaped_orphan_is_found_and_killed(tmp_path: Path, flags: str, found_by: str) -> None:
+    pidfile = tmp_path / "escaper.pid"
+    # Another live spawn disables the adopted-orphan rule (it could be that spawn's
+    # orphan): each other rule must then find the escaper on its own.
+    lone = found_by.startswith("being an adopted orphan")
+    with anyio.fail_after(15), ExitStack() as stack:
+        async with AsyncExitStack() as others:
+            bystander = None if lone else await others.enter_async_context(spawn([PY, "-c", ECHO], grace=0.5))
+            async with spawn([PY, "-c", ESCAPER, str(pidfile), flags], grace=0.5) as tr:
+                assert await read_line(tr) == b"ready"
+                gpid = int(pidfile.read_text())
+                pidfd = stack.enter_context(watched(gpid))
+                await tr.process.wait()
+                tagged = f"{SPAWN_TAG_VAR}={tr.tag}".encode() in environ_of(gpid)
+                assert tagged == ("clearenv" not in flags)
+                # We are a subreaper: the orphan was re-parented to us, not to init.
+                assert f" {os.getpid()} " in Path(f"/proc/{gpid}/stat").read_text().rsplit(")", 1)[1]
+            assert await exits_within(pidfd, 2.0), f"orphan {gpid} ({flags}) survived teardown: not found by {found_by}"
+            assert gpid in tr.stragglers_killed
+            # ... and reaped: no zombie left in our process table.
+            assert not Path(f"/proc/{gpid}").exists()
+            if bystander is not None:
+                await bystander.send(b"still here\n")
+                assert await read_line(bystander) == b"still here"
+        assert bystander is None or bystander.returncode == 0
+
+
+async def test_concurrent_spawns_never_kill_each_others_processes(tmp_path: Path) -> None:
+    """B's teardown leaves A's child and A's grandchild alone; B's unattributable
+    orphan is killed when the last spawn (A) ends, not while A still runs."""
+    a_pid, b_pid = tmp_path / "a.pid", tmp_path / "b.pid"
+    with anyio.fail_after(20), ExitStack() as stack:
+        async with spawn([PY, "-c", ESCAPER, str(a_pid), "setpgid"], grace=0.5) as a:
+            assert await read_line(a) == b"ready"
+            a_grandchild = int(a_pid.read_text())
+            async with spawn([PY, "-c", ESCAPER, str(b_pid), "setsid,double,closefds,clearenv,early"], grace=0.5) as b:
+                assert await read_line(b) == b"ready"
+                b_orphan = int(b_pid.read_text())
+                b_fd = stack.enter_context(watched(b_orphan))
+                await b.process.wait()
+            # B is torn down while A lives: A's processes are untouched, and B's
+            # orphan (no tag, no pipes, own session) cannot be told from A's yet.
+            assert a.returncode is None and not gone_or_zombie(a.pid)
+            assert not gone_or_zombie(a_grandchild)
+            assert not gone_or_zombie(b_orphan)
+            a_fd = stack.enter_context(watched(a_grandchild))
+            await a.send(b"")  # still writable: A's child still reads its stdin
+        assert a.returncode == 0, "A's child must exit on EOF, not by a signal from B's teardown"
+        assert await exits_within(a_fd, 2.0), "A's grandchild (in its own group) survived A's teardown"
+        assert await exits_within(b_fd, 2.0), "B's orphan survived the end of the last spawn"
+
+
+async def test_processes_we_start_ourselves_outlive_the_spawns() -> None:
+    """Children this process starts itself (in its session, or leading a new one, like a
+    real terminal of the mock client) are never taken for a spawn's orphans."""
+    sleep = [PY, "-c", "import time; time.sleep(30)"]
+    with anyio.fail_after(15):
+        async with spawn([PY, "-c", ECHO], grace=0.5) as tr:
+            own_session = await anyio.open_process(sleep, start_new_session=True)
+            same_session = subprocess.Popen(sleep)
+    try:
+        assert tr.returncode == 0 and tr.stragglers_killed == []
+        assert own_session.returncode is None and not gone_or_zombie(own_session.pid)
+        assert same_session.poll() is None
+    finally:
+        own_session.kill()
+        await own_session.wait()
+        same_session.kill()
+        same_session.wait()
+
+
+async def test_recycled_pid_of_a_remembered_descendant_is_not_killed() -> None:
+    bystander = subprocess.Popen([PY, "-c", "import time; time.sleep(30)"])
+    try:
+        with anyio.fail_after(10):
+            async with spawn([PY, "-c", ECHO], grace=0.5) as tr:
+                info = Path(f"/proc/{bystander.pid}/stat").read_text().rsplit(")", 1)[1].split()
+                # Pretend the spawn once had a descendant with this pid, but another process.
+                tr._known_descendants[bystander.pid] = int(info[19]) + 1
+        assert bystander.poll() is None, "a process that merely reuses a remembered pid was killed"
+        assert bystander.pid not in tr.stragglers_killed
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+async def test_group_and_session_of_a_recycled_pid_are_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the child is reaped its pid may be reused by an unrelated process that leads its
+    own group and session: teardown must then neither killpg that id nor match its members."""
+    with anyio.fail_after(10):
+        async with spawn([PY, "-c", ECHO], grace=0.5) as tr:
+            assert tr.start is not None
+            others = [
+                process._Proc(tr.pid, "S", 1, tr.pid, tr.pid, tr.start + 500),  # the pid's new owner
+                process._Proc(999_999_998, "S", tr.pid, tr.pid, tr.pid, tr.start + 600),  # its child
+            ]
+            real_stat = process._stat
+            monkeypatch.setattr(process, "_stat", lambda pid: others[0] if pid == tr.pid else real_stat(pid))
+            assert not tr._ids_are_ours()
+            assert tr._belongs(others) == {}
+            monkeypatch.setattr(process, "_stat", real_stat)
+            assert tr._ids_are_ours()
+            assert set(tr._belongs(others[1:])) == {999_999_998}  # while the pid is ours, its group is ours
+
+
+async def test_well_behaved_peer_teardown_is_fast_and_kills_nothing_else() -> None:
+    with anyio.fail_after(10):
+        async with spawn([PY, "-c", ECHO], grace=5.0) as tr:
+            await tr.send(b"x\n")
+            assert await read_line(tr) == b"x"
+            assert f"{SPAWN_TAG_VAR}={tr.tag}".encode() in environ_of(tr.pid)
+            started = time.monotonic()
+        elapsed = time.monotonic() - started
+    assert tr.returncode == 0 and tr.stragglers_killed == []
+    assert elapsed < 1.0, f"teardown of a peer that exits on EOF took {elapsed:.2f} s"
 
 
 # ---------------------------------------------------------------- bad commands
