@@ -1,0 +1,179 @@
+"""Secrets never reach reports or transcripts, wherever a hostile agent puts them.
+
+End to end: the suite runs with a secret-looking variable in its environment
+(``HOSTILE_API_KEY``, inherited by the agent) and another given only with
+``--acp-agent-env`` (``HOSTILE_SESSION_TOKEN``); the ``secret-echo`` agent
+puts both values in agentInfo, stderr, message chunks, error messages, a
+schema-invalid update (whose validation message quotes the value) and the
+stderr tail of a stalled turn.  In-process: the transcript's own redaction.
+
+The strict xfails are leaks found here (see docs/hostile-peers.md for fixes).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from acp_conformance.transcript import Transcript, redactor
+from tests.hostile._run import HostileRun, run_hostile
+
+SUITE_SECRET = "sk-hostile-Zq8Rw2Lm5Tx9Vb3N"  # in pytest's environment: HOSTILE_API_KEY
+AGENT_SECRET = "tok-hostile-Hf4Kp7Wd2Qs6Jc"  # only in --acp-agent-env: HOSTILE_SESSION_TOKEN
+
+needs_linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the hostile agents need Linux")
+
+
+@pytest.fixture(scope="module")
+def leaky(tmp_path_factory: pytest.TempPathFactory) -> HostileRun:
+    tests = (
+        "test_initialize_v1",
+        "test_unknown_method_gets_method_not_found",
+        "test_basic_prompt_turn",
+        "test_escaped_newlines_in_strings_are_accepted",
+    )
+    return run_hostile(
+        "secret-echo",
+        tmp_path_factory.mktemp("secret-echo"),
+        "-k",
+        " or ".join(tests),
+        "--acp-timeout=3",
+        "--acp-startup-timeout=5",
+        f"--acp-agent-env=HOSTILE_SESSION_TOKEN={AGENT_SECRET}",
+        agent_env={"HOSTILE_ECHO_VARS": "HOSTILE_API_KEY,HOSTILE_SESSION_TOKEN"},
+        suite_env={"HOSTILE_API_KEY": SUITE_SECRET},
+    )
+
+
+def evidence_of(run: HostileRun) -> str:
+    return "\n".join(t.get("evidence", "") for c in run.report["clauses"] for t in c["tests"])
+
+
+def where(text: str, secret: str) -> str:
+    at = text.find(secret)
+    return "" if at < 0 else f"...{text[max(0, at - 200) : at + len(secret) + 40]}..."
+
+
+@needs_linux
+def test_the_agent_really_leaked(leaky: HostileRun) -> None:
+    """The attack ran: the checks saw the values (otherwise the tests below prove nothing)."""
+    statuses = leaky.statuses()
+    assert statuses["jsonrpc.unknown-method"] == "FAIL"  # its error message carries the secrets
+    assert statuses["update.discriminator"] == "FAIL"  # the schema-invalid update names the secret
+    assert "[REDACTED]" in evidence_of(leaky)
+    assert not leaky.strays
+
+
+@needs_linux
+def test_evidence_redacts_secrets_of_the_suites_environment(leaky: HostileRun) -> None:
+    text = evidence_of(leaky)
+    assert SUITE_SECRET not in text, where(text, SUITE_SECRET)
+
+
+@needs_linux
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: report messages are not redacted: ConformanceFailure 'observed ...' texts (pytest_plugin "
+    "_test_results), passive violation messages (checks/passive.py; schema messages quote the value), the "
+    "'agent stderr' tail in INCONCLUSIVE messages (pytest_plugin._describe) and peer info (agentInfo) go to "
+    "the JSON and Markdown reports verbatim; only evidence excerpts are redacted",
+)
+def test_reports_contain_no_secret_of_the_suites_environment(leaky: HostileRun) -> None:
+    for name in ("report.json", "report.md"):
+        text = leaky.files[name]
+        assert SUITE_SECRET not in text, f"{name}: {where(text, SUITE_SECRET)}"
+
+
+@needs_linux
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: the terminal output (pytest's failure report of ConformanceFailure and the ACP summary lines) "
+    "prints observed values verbatim",
+)
+def test_terminal_output_contains_no_secret(leaky: HostileRun) -> None:
+    assert SUITE_SECRET not in leaky.suite.stdout, where(leaky.suite.stdout, SUITE_SECRET)
+
+
+@needs_linux
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: redactor() only looks at os.environ: a secret passed with --acp-agent-env (AgentConfig.env) is "
+    "never redacted, not even in evidence (transcript.py redactor / harness.py)",
+)
+def test_secrets_given_with_acp_agent_env_are_redacted(leaky: HostileRun) -> None:
+    text = evidence_of(leaky)
+    assert AGENT_SECRET not in text, where(text, AGENT_SECRET)
+
+
+# ----------------------------------------------------------------- in-process
+def transcript_with(secret: str, frame: bytes) -> Transcript:
+    t = Transcript("agent")
+    t.add("in", frame, orjson.loads(frame))
+    t.add("stderr", f"debug: using key {secret}")
+    t.note(f"the agent said {secret}")
+    return t
+
+
+@pytest.mark.parametrize("name", ["OPENAI_API_KEY", "GITHUB_TOKEN", "DB_PASSWORD", "MY_SECRET", "AWS_CREDENTIALS"])
+def test_transcripts_redact_secret_values_everywhere(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    secret = "s3cr3t-value-7a8b9c"
+    monkeypatch.setenv(name, secret)
+    t = transcript_with(secret, orjson.dumps({"jsonrpc": "2.0", "method": "_x", "params": {"k": secret}}))
+    for text in (t.to_jsonl().decode(), t.excerpt(last=10)):
+        assert secret not in text
+        assert text.count("[REDACTED]") == 3
+    # Cut after redacting: a truncated line never shows a secret's prefix either.
+    assert secret[:10] not in t.excerpt(last=10, width=30)
+
+
+@pytest.mark.parametrize(
+    ("secret", "why"),
+    [
+        ('pa"ss\\word-2024', 'a frame carries it JSON-escaped: pa\\"ss\\\\word-2024'),
+        ("mötley-crüe-pw-9", "a frame carries it \\u-escaped (ensure_ascii, Python's json default)"),
+    ],
+)
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: redaction matches the literal value only; in raw frames a value with quotes, backslashes, "
+    "control or (with ensure_ascii) non-ASCII characters appears in its JSON-escaped form and is kept "
+    "(transcript.redactor should also mask json.dumps(value)[1:-1] and its ensure_ascii form)",
+)
+def test_json_escaped_secrets_are_redacted_too(monkeypatch: pytest.MonkeyPatch, secret: str, why: str) -> None:
+    import json
+
+    monkeypatch.setenv("DB_PASSWORD", secret)
+    t = transcript_with(secret, json.dumps({"jsonrpc": "2.0", "method": "_x", "params": {"k": secret}}).encode())
+    escaped = json.dumps(secret)[1:-1]
+    assert escaped != secret
+    saved = [orjson.loads(line)["raw"] for line in t.to_jsonl().splitlines()]
+    assert escaped not in saved[0], why
+    assert escaped not in t.excerpt(last=10), why
+
+
+@pytest.mark.xfail(
+    strict=True, reason="BUG: names ending in _PASS (SMTP_PASS, DB_PASS...) are not recognised as secret-looking"
+)
+def test_pass_suffix_names_are_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SMTP_PASS", "hunter2-hunter2")
+    assert redactor()("login with hunter2-hunter2") == "login with [REDACTED]"
+
+
+def test_short_and_unrelated_values_are_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SOME_TOKEN", "abc")  # too short to redact without mangling ordinary text
+    monkeypatch.setenv("EDITOR_THEME", "solarized-dark")
+    assert redactor()("abc solarized-dark") == "abc solarized-dark"
+
+
+def test_redaction_works_on_a_saved_transcript_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What goes to disk (to_jsonl) is redacted; loading it back is plain data."""
+    monkeypatch.setenv("HOSTILE_API_KEY", SUITE_SECRET)
+    t = transcript_with(SUITE_SECRET, orjson.dumps({"jsonrpc": "2.0", "method": "_x", "params": {"k": SUITE_SECRET}}))
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(t.to_jsonl())
+    assert SUITE_SECRET.encode() not in path.read_bytes()
+    again = Transcript.from_jsonl(path.read_bytes())
+    assert [e.direction for e in again.entries] == ["in", "stderr", "note"]
