@@ -64,20 +64,37 @@ class StdioTransport:
         self._writer: asyncio.WriteTransport | None = None
         self._flow = _WriteProtocol()
         self._closed = False
-        self._setup = False
+        self._setup_done = False
+        # Created here, bound to the running loop on first use (Python >= 3.10).
+        self._setup_lock = asyncio.Lock()
 
     async def _ensure(self) -> None:
-        if self._setup:
+        """Attach stdin/stdout to the event loop, once, before any read or write.
+
+        The lock matters: a mock may send (from ``on_start``) before its reader's first
+        ``receive``, and both reach this point.  Setup awaits, so without the lock the
+        second caller would see a half-done setup, fall back to a blocking thread read
+        of stdin while the loop's pipe reader is being attached to the same fd (which
+        also makes it non-blocking), and frames would be lost or EOF seen early.
+        """
+        if self._setup_done:
             return
-        self._setup = True
-        loop = asyncio.get_running_loop()
-        if _is_pipe_or_socket(self._in.fileno()):
-            reader = asyncio.StreamReader(limit=READ_CHUNK)
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self._in)
-            self._reader = reader
-        if _is_pipe_or_socket(self._out.fileno()):
-            transport, _ = await loop.connect_write_pipe(lambda: self._flow, self._out)
-            self._writer = transport
+        async with self._setup_lock:
+            if self._setup_done:
+                return
+            try:
+                loop = asyncio.get_running_loop()
+                if _is_pipe_or_socket(self._in.fileno()):
+                    reader = asyncio.StreamReader(limit=READ_CHUNK)
+                    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self._in)
+                    self._reader = reader
+                if _is_pipe_or_socket(self._out.fileno()):
+                    transport, _ = await loop.connect_write_pipe(lambda: self._flow, self._out)
+                    self._writer = transport
+            finally:
+                # Once only, even if it failed half-way: attaching an fd twice is worse
+                # than the thread fallback for whatever was not attached.
+                self._setup_done = True
 
     async def send(self, data: bytes) -> None:
         await self._ensure()
