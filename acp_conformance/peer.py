@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-import orjson
 
 from acp_conformance._util import single_exception
 from acp_conformance.core import jsonrpc
@@ -159,7 +158,7 @@ class Peer:
                 if v.index == ev.index:
                     self.transcript.violation(v, entry)
             pending = []
-            self._validate_inbound(ev, entry)
+            self.validate_inbound(ev, entry)
             if isinstance(ev, Request):
                 assert self._tg is not None
                 self._tg.start_soon(self._serve, ev)
@@ -185,7 +184,12 @@ class Peer:
                 entry = entries[v.index] = self.transcript.add("in", v.raw or b"")
             self.transcript.violation(v, entry)
 
-    def _validate_inbound(self, ev: Request | Notification | Response, entry: Entry) -> None:
+    def validate_inbound(self, ev: Request | Notification | Response, entry: Entry) -> None:
+        """Judge one received message against the schema (by method and direction) and record the findings.
+
+        Public so that components that see frames without serving them (the
+        recording proxy's judges) apply exactly the rules a ``Peer`` applies.
+        """
         from acp_conformance.validation import clause_for
 
         if isinstance(ev, Response):
@@ -503,4 +507,5 @@ class Peer:
 
 
 def _loads(data: bytes) -> Any:
-    return orjson.loads(data)
+    """Our own frame, decoded again for the transcript (exact for the few frames orjson cannot read back)."""
+    return jsonrpc.decode(data.rstrip(b"\n"))[0]

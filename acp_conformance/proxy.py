@@ -93,7 +93,7 @@ class _Judge(Peer):
                 if v.index == ev.index:
                     self.transcript.violation(v, entry)
             pending = []
-            self._validate_inbound(ev, entry)
+            self.validate_inbound(ev, entry)
             self._mirror(ev)
         self._orphans(pending)
         out = self.transcript.violations[before:]
@@ -113,13 +113,17 @@ class _Judge(Peer):
             self.transcript.violation(v, known)
 
     def _mirror(self, ev: Request | Notification | Response) -> None:
-        """Tell the other judge what this side sent, so it can pair responses with requests."""
+        """Tell the other judge what this side sent, so it can pair responses with requests.
+
+        Only the id and the method matter for pairing; the params are left
+        out, so nothing this side sent (however deep or odd) is serialized again.
+        """
         other = self.other
         if other is None:
             return
         try:
             if isinstance(ev, Request):
-                other.conn.send_request(ev.method, ev.params, id=ev.id)
+                other.conn.send_request(ev.method, None, id=ev.id)
             elif isinstance(ev, Response) and ev.id is not None:
                 if ev.is_error:
                     other.conn.send_error(ev.id, -32603, "mirror")

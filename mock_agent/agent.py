@@ -91,9 +91,18 @@ class _AgentConnection(Connection):
 
     def receive_frame(self, data: bytes) -> list[Event]:
         events = super().receive_frame(data)
+        bad_id = [e for e in events if isinstance(e, Request) and not _usable_id(e.id)]
+        if bad_id:
+            # An id that is no JSON-RPC id (a boolean, array or object) makes the object no
+            # Request at all: -32600 with a null id, and nothing is served.
+            for e in bad_id:
+                self.forget_incoming(e.id)
+            events = [e for e in events if not (isinstance(e, Request) and not _usable_id(e.id))]
+            self._on_malformed(ErrorCode.INVALID_REQUEST, "Invalid request: the id must be a string, a number or null")
+            return events
         if not any(isinstance(e, (Request, Notification, Response)) for e in events):
             value, _ = jsonrpc.decode(data)
-            if value is None:
+            if value is None and not jsonrpc.is_json_null(data):
                 self._on_malformed(ErrorCode.PARSE_ERROR, "Parse error: the line is not valid UTF-8 JSON")
             else:
                 self._on_malformed(
@@ -101,6 +110,11 @@ class _AgentConnection(Connection):
                     "Invalid request: expected one JSON-RPC 2.0 request or notification object",
                 )
         return events
+
+
+def _usable_id(rid: Any) -> bool:
+    """JSON-RPC 2.0 ids are strings, numbers or null (fractional numbers are discouraged, not forbidden)."""
+    return rid is None or isinstance(rid, (str, float)) or (isinstance(rid, int) and not isinstance(rid, bool))
 
 
 class _LoggingTranscript(Transcript):
@@ -196,6 +210,9 @@ class Session:
     allow_always: bool = False
     tool_seq: int = 0
     message_seq: int = 0
+    #: Inbound frame index of a ``session/cancel`` that found no turn running.  A prompt received
+    #: before it whose handler had not started yet is still cancelled by it (see ``handle_prompt``).
+    idle_cancel_at: int | None = None
 
     def next_tool_call_id(self) -> str:
         self.tool_seq += 1
@@ -297,6 +314,7 @@ class MockAgent:
         self.sessions: dict[str, Session] = {}
         self._session_seq = 0
         self._turns_by_request: dict[tuple[str, Any], Turn] = {}
+        self._notification_index = -1
         self._peer: Peer | None = None
         self._warned_uninitialized = False
 
@@ -401,7 +419,8 @@ class MockAgent:
     def params_of(req: Request, *, optional: bool = False) -> Json:
         """The params object, or -32602."""
         params = req.params
-        if params is None and optional:
+        if not req.has_params and optional:
+            # Omitted params may default; an explicit ``"params": null`` is no object: -32602.
             return {}
         if not isinstance(params, dict):
             raise HandlerError(ErrorCode.INVALID_PARAMS, f"{req.method} params must be an object")
@@ -789,6 +808,7 @@ class MockAgent:
     # ----------------------------------------------------------- notifications
     def _on_notification(self, note: Notification) -> None:
         params = note.params if isinstance(note.params, dict) else {}
+        self._notification_index = note.index
         if note.method == "session/cancel":
             self.on_cancel(params)
         elif note.method == "$/cancel_request":
@@ -802,6 +822,10 @@ class MockAgent:
         session = self.sessions.get(session_id) if isinstance(session_id, str) else None
         if session is not None and session.turn is not None:
             session.turn.cancel("session/cancel")
+        elif session is not None:
+            # No turn yet, but a session/prompt read just before this cancel may not have reached
+            # its handler (handlers start as tasks): that prompt must still end ``cancelled``.
+            session.idle_cancel_at = self._notification_index
 
     def on_cancel_request(self, params: Json) -> None:
         """``$/cancel_request`` for a pending ``session/prompt``: cancel that turn."""
@@ -900,6 +924,9 @@ class MockAgent:
         text = "\n".join(b["text"] for b in prompt if b.get("type") == "text")
         turn = Turn(session=session, request_id=req.id, prompt=prompt, text=text)
         session.turn = turn
+        if session.idle_cancel_at is not None and session.idle_cancel_at > req.index:
+            turn.cancel("session/cancel")  # the cancel was read after this prompt, before its handler ran
+        session.idle_cancel_at = None
         key = jsonrpc.id_key(req.id)
         self._turns_by_request[key] = turn
         session.updated_at = self.now()

@@ -251,6 +251,10 @@ class Connection:
         """Stop expecting an answer (e.g. the request's deadline passed)."""
         self._outgoing.pop(jsonrpc.id_key(id), None)
 
+    def forget_incoming(self, id: Any) -> None:
+        """Owe no answer under this id any more (e.g. the request was refused as invalid with a null id)."""
+        self._incoming.pop(jsonrpc.id_key(id), None)
+
     # -------------------------------------------------------------------- state
     @property
     def pending_outgoing(self) -> list[tuple[Any, str]]:

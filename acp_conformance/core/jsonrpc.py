@@ -10,6 +10,7 @@ which RFC 8259 permits even though orjson rejects them.
 from __future__ import annotations
 
 import json
+import re
 from enum import IntEnum
 from typing import Any
 
@@ -17,7 +18,7 @@ import orjson
 
 from acp_conformance.core.events import Violation
 
-__all__ = ["ErrorCode", "decode", "dumps", "id_key", "is_valid_id", "classify"]
+__all__ = ["ErrorCode", "decode", "dumps", "id_key", "is_json_null", "is_valid_id", "classify"]
 
 C_UTF8 = "transport.utf8"
 C_ONE_PER_LINE = "transport.stdio.one-message-per-line"
@@ -46,23 +47,42 @@ class ErrorCode(IntEnum):
 
 
 def dumps(obj: Any) -> bytes:
-    """Serialize compactly; orjson never emits raw newlines."""
-    return orjson.dumps(obj)
+    """Serialize compactly; orjson never emits raw newlines.
+
+    orjson refuses three things a peer can legitimately make us echo: lone
+    surrogates (RFC 8259 allows the escape ``\\ud800``), integers beyond 64
+    bits and nesting deeper than 255 levels.  Those few frames go through the
+    stdlib with ``ensure_ascii``, which escapes every non-ASCII character, so
+    the bytes stay valid UTF-8 and the line still holds no raw newline.
+    """
+    try:
+        return orjson.dumps(obj)
+    except TypeError:
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii")
+
+
+#: 20 digits in a row (19 after a minus): possibly an integer beyond 64 bits, which orjson would turn into a float.
+_LONG_DIGITS = re.compile(rb"-\d{19}|\d{20}")
+_JSON_WS = b" \t\r\n"
 
 
 def decode(data: bytes) -> tuple[Any, list[Violation]]:
     """Parse one frame's bytes. Returns ``(value, violations)``; value is
-    ``None`` when nothing usable was decoded."""
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        pass
-    else:
-        if value is None:
-            return None, [
-                Violation(NOT_PROTOCOL, "line is the JSON literal null, not a JSON-RPC object", raw=data[:200])
-            ]
-        return value, []
+    ``None`` when nothing usable was decoded (see ``is_json_null`` for the
+    one case where ``None`` is what the line holds)."""
+    # orjson decodes integers beyond 64 bits as floats, which would misjudge an echoed id:
+    # such frames (rare; a cheap scan finds them) take the exact stdlib path below.
+    if not _LONG_DIGITS.search(data):
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if value is None:
+                return None, [
+                    Violation(NOT_PROTOCOL, "line is the JSON literal null, not a JSON-RPC object", raw=data[:200])
+                ]
+            return value, []
     problems: list[Violation] = []
     raw = data[:200]
     if data.startswith(b"\xef\xbb\xbf"):
@@ -87,6 +107,15 @@ def decode(data: bytes) -> tuple[Any, list[Violation]]:
     if value is None:
         problems.append(Violation(NOT_PROTOCOL, "line is the JSON literal null, not a JSON-RPC object", raw=raw))
     return value, problems
+
+
+def is_json_null(data: bytes) -> bool:
+    """Whether the frame is the JSON literal ``null``: valid JSON but no request object.
+
+    ``decode`` returns ``None`` for it, as for a line that is no JSON at all;
+    a receiver owes -32600 (Invalid Request) here, not -32700 (Parse error).
+    """
+    return data.removeprefix(b"\xef\xbb\xbf").strip(_JSON_WS) == b"null"
 
 
 def _reject_constant(name: str) -> Any:

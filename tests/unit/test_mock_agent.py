@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 
 from acp_conformance.core.connection import Role
@@ -710,6 +711,58 @@ async def test_unknown_methods_and_garbage(validator: SchemaValidator, tmp_path:
             resp, _ = await client.prompt(sid, "still alive")
             assert resp.result == {"stopReason": "end_turn"}
             assert peer.violations() == []
+
+
+@pytest.mark.anyio
+async def test_frames_the_fuzzer_found_mishandled(validator: SchemaValidator, tmp_path: Path) -> None:
+    """Regressions found by fuzzing: ``null``, ids of the wrong JSON type, ``"params": null``, surrogates."""
+    with anyio.fail_after(DEADLINE):
+        async with connected(validator, tmp_path) as (_agent, peer, client):
+            await client.initialize()
+            for line in (
+                b"null\n",
+                b'{"jsonrpc":"2.0","id":true,"method":"session/list","params":{}}\n',
+                b'{"jsonrpc":"2.0","id":[1],"method":"session/list","params":{}}\n',
+                b'{"jsonrpc":"2.0","id":{"a":1},"method":"session/list","params":{}}\n',
+            ):
+                start = len(peer.events)
+                await peer.send_raw(line)
+                answer = await peer.wait_for(lambda e: isinstance(e, Response), start=start)
+                assert isinstance(answer, Response) and answer.id is None, line
+                assert answer.error["code"] == -32600, line
+            await peer.send_raw(b'{"jsonrpc":"2.0","id":"n","method":"session/list","params":null}\n')
+            assert (await peer.wait_response("n", method="session/list")).error["code"] == -32602
+            await peer.send_raw(
+                b'{"jsonrpc":"2.0","id":"s","method":"session/close","params":{"sessionId":"a\\ud800"}}\n'
+            )
+            assert (await peer.wait_response("s", method="session/close")).is_error
+            sid = await client.new_session()
+            resp, _ = await client.prompt(sid, "still alive")
+            assert resp.result == {"stopReason": "end_turn"}
+
+
+@pytest.mark.anyio
+async def test_cancel_right_behind_the_prompt_is_not_lost(validator: SchemaValidator, tmp_path: Path) -> None:
+    """Found by stateful fuzzing: a cancel read before the prompt's handler ran was dropped."""
+    with anyio.fail_after(DEADLINE):
+        async with connected(validator, tmp_path) as (_agent, peer, client):
+            await client.initialize()
+            sid = await client.new_session()
+            prompt = {
+                "jsonrpc": "2.0",
+                "id": "p",
+                "method": "session/prompt",
+                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:long"}]},
+            }
+            cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}
+            peer.conn.send_request("session/prompt", prompt["params"], id="p")  # so the answer is paired
+            await peer.send_raw(orjson.dumps(prompt) + b"\n" + orjson.dumps(cancel) + b"\n")  # one write
+            resp = await peer.wait_response("p", method="session/prompt")
+            assert resp.result == {"stopReason": "cancelled"}
+            # An idle cancel (no prompt behind it) cancels nothing later.
+            await peer.notify("session/cancel", {"sessionId": sid})
+            resp, _ = await client.prompt(sid, "hello")
+            assert resp.result == {"stopReason": "end_turn"}
 
 
 @pytest.mark.anyio
