@@ -20,6 +20,7 @@ from typing import Any
 
 from acp_conformance.clauses import Clause, Registry
 from acp_conformance.results import ClauseResult, Status, combine
+from acp_conformance.transcript import redact_data
 
 __all__ = ["RunResults", "TestRecord"]
 
@@ -109,6 +110,20 @@ class RunResults:
 
     # -------------------------------------------------------------- output
     def to_json(self) -> dict[str, Any]:
+        """The report as JSON data, every string redacted.
+
+        This is the one place results leave the process (Markdown and the terminal
+        summary are made from it), and the strings come from the peer: observed
+        values in failure messages, schema messages quoting a field, the agent's
+        stderr tail, its agentInfo, the command line.  So values of secret-looking
+        environment variables (ours and those registered for the peer, see
+        ``transcript.register_secrets``) and well-known credential shapes are masked
+        here, whatever put them in.
+        """
+        data: dict[str, Any] = redact_data(self._unredacted_json())
+        return data
+
+    def _unredacted_json(self) -> dict[str, Any]:
         statuses = self.clause_status()
         clauses = []
         for clause in self.registry.for_role(self.role):
@@ -161,7 +176,7 @@ class RunResults:
         v = data["verdict"]
         info = data["peer"].get("info") or {}
         lines = [
-            f"# ACP conformance report: {self.role} `{self.command}`",
+            f"# ACP conformance report: {self.role} `{data['peer']['command']}`",
             "",
             f"- Peer: {info.get('name', '?')} {info.get('version', '')}".rstrip(),
             f"- Schema: {self.schema.get('version')} (sha256 {str(self.schema.get('sha256', ''))[:16]}...)",

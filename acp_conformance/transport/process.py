@@ -58,6 +58,7 @@ import anyio.abc
 
 from acp_conformance._util import single_exception
 from acp_conformance.errors import ConfigurationError, PeerExited
+from acp_conformance.transcript import redactor, register_secrets
 
 __all__ = ["SPAWN_TAG_VAR", "ProcessTransport", "descendants", "parse_command", "spawn"]
 
@@ -227,6 +228,9 @@ class ProcessTransport:
         self.stderr_tail: deque[str] = deque(maxlen=stderr_lines)
         self.stderr_total = 0
         self.on_stderr: Callable[[str], None] | None = None
+        # stderr is redacted as it arrives: its lines reach error messages, the
+        # transcript and reports, and agents do log their keys.
+        self._redact = redactor()
         self._stdout = process.stdout
         self._stdin = process.stdin
         self._stdin_closed = False
@@ -308,7 +312,7 @@ class ProcessTransport:
             self._stderr_line(pending)
 
     def _stderr_line(self, line: bytes) -> None:
-        text = line[:STDERR_LINE_CAP].decode("utf-8", "replace").rstrip("\r")
+        text = self._redact(line[:STDERR_LINE_CAP].decode("utf-8", "replace").rstrip("\r"))
         self.stderr_total += 1
         self.stderr_tail.append(text)
         if self.on_stderr is not None:
@@ -486,12 +490,15 @@ async def spawn(
     """Start ``command`` and yield its transport; tear it down on exit, always.
 
     The child's environment is ours plus ``env`` plus ``ACP_CONFORMANCE_SPAWN``
-    (a random tag that lets teardown find its descendants).
+    (a random tag that lets teardown find its descendants).  Secret-looking
+    values of ``env`` are registered for redaction (``transcript.register_secrets``):
+    they are not in our own environment, where redaction looks by default.
     """
     argv = parse_command(command)
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
+        register_secrets(env)
     tag = secrets.token_hex(8)
     full_env[SPAWN_TAG_VAR] = tag
     if cwd is not None and not Path(cwd).is_dir():
