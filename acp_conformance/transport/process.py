@@ -346,6 +346,37 @@ class ProcessTransport:
             return True
         return False
 
+    async def wait_gone(self, timeout: float) -> bool:
+        """True if the child *and every process of this spawn* exited within ``timeout``.
+
+        ``wait_exit`` watches the direct child only, so a launcher that exits at once
+        looks like a peer that exited, while the agent it started (in another process
+        group, ignoring EOF) runs on until teardown kills it.  This waits for what
+        teardown would otherwise have to kill (the same rules, see the module
+        docstring): each round watches the pidfds of the processes left and looks
+        again once one of them exits (a process may have forked meanwhile).  Without
+        pidfds (not Linux) it is ``wait_exit``.
+        """
+        with anyio.move_on_after(timeout):
+            await self.process.wait()
+            while True:
+                left = [p for p in self._belongs(_processes()).values() if p.state != "Z"]
+                if not left:
+                    return True
+                with contextlib.ExitStack() as stack:
+                    fds = []
+                    for p in left:
+                        try:
+                            fd = _pidfd(p)
+                        except OSError:  # no pidfds here (old kernel): the direct child it is
+                            return True
+                        if fd is not None:
+                            stack.callback(os.close, fd)
+                            fds.append(fd)
+                    if fds:  # else: all gone since the scan; look again
+                        await _any_readable(fds)
+        return False
+
     # ------------------------------------------------------------ the hunt
     def _ids_are_ours(self) -> bool:
         """Whether the child's pid - hence its group and session ids - can still only mean
@@ -466,6 +497,34 @@ def _signal(p: _Proc, sig: signal.Signals, *, keep_fd: bool = False) -> int | No
         os.close(fd)
         fd = None
     return fd
+
+
+def _pidfd(p: _Proc) -> int | None:
+    """An open pidfd of ``p``, or None if it is gone or its pid now names another process
+    (the caller closes the fd).  OSError if pidfds are not available."""
+    try:
+        fd = os.pidfd_open(p.pid)
+    except ProcessLookupError:
+        return None
+    except AttributeError:
+        raise OSError("no pidfd_open") from None
+    now = _stat(p.pid)
+    if now is None or now.start != p.start:
+        os.close(fd)
+        return None
+    return fd
+
+
+async def _any_readable(fds: list[int]) -> None:
+    """Return once any of ``fds`` is readable (a pidfd is, once its process exited)."""
+    async with anyio.create_task_group() as tg:
+
+        async def watch(fd: int) -> None:
+            await anyio.wait_readable(fd)
+            tg.cancel_scope.cancel()
+
+        for fd in fds:
+            tg.start_soon(watch, fd)
 
 
 @contextlib.contextmanager

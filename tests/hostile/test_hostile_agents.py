@@ -244,7 +244,8 @@ def test_agent_leaving_processes_behind(tmp_path: Path, baseline_mib: float, nam
     strict=True,
     reason="BUG: 'exits after stdin closes' is judged on the spawned process only: a launcher that exits at once "
     "passes although the agent it started (another process group) ignores EOF and is SIGKILLed at teardown "
-    "(suite/agent/test_transport.py uses ProcessTransport.wait_exit, which waits for the direct child)",
+    "(suite/agent/test_transport.py uses ProcessTransport.wait_exit, which waits for the direct child; "
+    "ProcessTransport.wait_gone waits for the whole spawn and is what it should call)",
 )
 def test_agent_behind_an_exiting_launcher_is_judged_on_stdin_eof(tmp_path: Path) -> None:
     run = run_hostile("launcher", tmp_path, *only("test_exits_after_stdin_closes"), *FAST)

@@ -380,6 +380,40 @@ async def test_group_and_session_of_a_recycled_pid_are_left_alone(monkeypatch: p
             assert set(tr._belongs(others[1:])) == {999_999_998}  # while the pid is ours, its group is ours
 
 
+async def test_wait_gone_waits_for_the_processes_a_launcher_left_behind(tmp_path: Path) -> None:
+    """A launcher that exits at once while the agent it started (another process group, the
+    same session) runs on: ``wait_exit`` says exited, ``wait_gone`` does not; once that
+    process dies, ``wait_gone`` returns at once (it waits on pidfds, no polling)."""
+    pidfile = tmp_path / "agent.pid"
+    with anyio.fail_after(15), ExitStack() as stack:
+        async with spawn([PY, "-c", ESCAPER, str(pidfile), "setpgid,early"], grace=0.5) as tr:
+            assert await read_line(tr) == b"ready"
+            agent = int(pidfile.read_text())
+            pidfd = stack.enter_context(watched(agent))
+            assert await tr.wait_exit(5)
+            assert not await tr.wait_gone(0.3)
+            async with anyio.create_task_group() as tg:
+                gone: list[bool] = []
+
+                async def wait() -> None:
+                    gone.append(await tr.wait_gone(10))
+
+                tg.start_soon(wait)
+                await anyio.wait_all_tasks_blocked()
+                os.kill(agent, signal.SIGKILL)
+            assert gone == [True]
+        assert await exits_within(pidfd, 2.0)
+
+
+async def test_wait_gone_of_a_peer_that_exits_alone_is_wait_exit() -> None:
+    with anyio.fail_after(10):
+        async with spawn([PY, "-c", ECHO], grace=0.5) as tr:
+            assert not await tr.wait_gone(0.1)  # still running
+            await tr.close_output()
+            assert await tr.wait_gone(5)
+            assert tr.returncode == 0
+
+
 async def test_well_behaved_peer_teardown_is_fast_and_kills_nothing_else() -> None:
     with anyio.fail_after(10):
         async with spawn([PY, "-c", ECHO], grace=5.0) as tr:
