@@ -1,0 +1,684 @@
+"""The agent side of ACP as the suite plays it (client certification).
+
+``AgentEndpoint`` wraps a ``Peer`` in the agent role (running over the
+relay the client under test launched, see ``control``).  It answers the
+client's lifecycle requests by a chosen ``AgentSetup`` (capabilities,
+version, session answers) and hands every ``session/prompt`` to the test
+as a ``PromptTurn`` that the test scripts from the agent side: updates,
+permission requests, fs and terminal calls, the final stop reason.
+
+While serving it judges the client on the clauses only the agent side
+can see (the order of the first requests, session parameters, prompt
+content gating, permission answers ...) and records violations with
+``peer.flag``, so they land in the transcript next to the offending frame
+and are turned into clause results by ``checks.passive_results``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import anyio
+
+from acp_conformance import __version__
+from acp_conformance.core import jsonrpc
+from acp_conformance.core.events import Notification, Request, Response
+from acp_conformance.errors import PeerExited, PeerTimeout
+from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
+
+__all__ = [
+    "ALLOW_ONCE",
+    "DEFAULT_OPTIONS",
+    "AgentEndpoint",
+    "AgentSetup",
+    "PermissionAnswer",
+    "PromptTurn",
+]
+
+ErrorCode = jsonrpc.ErrorCode
+T = TypeVar("T")
+
+ALLOW_ONCE = {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"}
+DEFAULT_OPTIONS: list[dict[str, Any]] = [
+    ALLOW_ONCE,
+    {"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
+    {"optionId": "reject-always", "name": "Always reject", "kind": "reject_always"},
+]
+#: Ping request used as an ordering barrier (see ``AgentEndpoint.barrier``).
+BARRIER_METHOD = "_acp_conformance/barrier"
+SESSION_METHODS = (
+    "session/new",
+    "session/load",
+    "session/resume",
+    "session/list",
+    "session/delete",
+    "session/close",
+    "session/prompt",
+    "session/set_mode",
+    "session/set_config_option",
+)
+#: promptCapabilities flag needed by each gated content block type, and its clause.
+CONTENT_GATES = {
+    "image": ("image", "content.image.gated"),
+    "audio": ("audio", "content.audio.gated"),
+    "resource": ("embeddedContext", "content.resource.gated"),
+}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass
+class AgentSetup:
+    """What the suite's agent advertises and how it answers the lifecycle."""
+
+    protocol_version: Any = 1
+    load_session: bool = False
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = False
+    mcp_http: bool = False
+    mcp_sse: bool = False
+    session_capabilities: dict[str, Any] = field(default_factory=dict)
+    auth_methods: list[dict[str, Any]] = field(default_factory=list)
+    agent_info: dict[str, Any] = field(
+        default_factory=lambda: {
+            "name": "acp-conformance-agent",
+            "title": "ACP conformance (suite-driven agent)",
+            "version": __version__,
+        }
+    )
+    #: Put ``_meta`` on every object the agent sends (robustness).
+    meta: bool = False
+    modes: dict[str, Any] | None = None
+    config_options: list[dict[str, Any]] | None = None
+
+    def capabilities(self) -> dict[str, Any]:
+        caps: dict[str, Any] = {
+            "loadSession": self.load_session,
+            "promptCapabilities": {
+                "image": self.image,
+                "audio": self.audio,
+                "embeddedContext": self.embedded_context,
+            },
+            "mcpCapabilities": {"http": self.mcp_http, "sse": self.mcp_sse},
+        }
+        if self.session_capabilities:
+            caps["sessionCapabilities"] = dict(self.session_capabilities)
+        if self.meta:
+            caps["_meta"] = {"acp-conformance": {"probe": True}}
+            caps["promptCapabilities"]["_meta"] = {"acp-conformance": 1}
+        return caps
+
+    def initialize_result(self) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "protocolVersion": self.protocol_version,
+            "agentCapabilities": self.capabilities(),
+            "agentInfo": dict(self.agent_info),
+            "authMethods": list(self.auth_methods),
+        }
+        if self.meta:
+            result["_meta"] = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+        return result
+
+
+@dataclass
+class PermissionAnswer:
+    """One ``session/request_permission`` the agent sent and what came back."""
+
+    request_id: Any
+    session_id: str
+    options: list[dict[str, Any]]
+    response: Response | None = None
+
+    @property
+    def outcome(self) -> dict[str, Any] | None:
+        r = self.response
+        if r is None or r.is_error or not isinstance(r.result, dict):
+            return None
+        o = r.result.get("outcome")
+        return o if isinstance(o, dict) else None
+
+    @property
+    def kind(self) -> str | None:
+        """``selected`` / ``cancelled`` / ``error`` / ``None`` (not answered)."""
+        if self.response is None:
+            return None
+        if self.response.is_error:
+            return "error"
+        o = self.outcome
+        return o.get("outcome") if o is not None and isinstance(o.get("outcome"), str) else "malformed"
+
+    @property
+    def option_id(self) -> Any:
+        o = self.outcome
+        return o.get("optionId") if o else None
+
+    def describe(self) -> str:
+        """For messages: the error, the outcome, or that nothing came."""
+        if self.response is None:
+            return "no answer"
+        if self.response.is_error:
+            return f"error {self.response.error!r}"
+        return f"result {self.response.result!r}"
+
+    @property
+    def option_kind(self) -> str | None:
+        for opt in self.options:
+            if opt.get("optionId") == self.option_id:
+                k = opt.get("kind")
+                return k if isinstance(k, str) else None
+        return None
+
+
+class PromptTurn:
+    """One ``session/prompt`` from the client, scripted from the agent side."""
+
+    def __init__(self, endpoint: AgentEndpoint, request: Request) -> None:
+        self.endpoint = endpoint
+        self.request = request
+        params = request.params if isinstance(request.params, dict) else {}
+        sid, prompt = params.get("sessionId"), params.get("prompt")
+        self.session_id: str = sid if isinstance(sid, str) else ""
+        self.prompt: list[Any] = prompt if isinstance(prompt, list) else []
+        self.answered = False
+        self._tool_seq = 0
+
+    @property
+    def peer(self) -> Peer:
+        return self.endpoint.peer
+
+    @property
+    def text(self) -> str:
+        return " ".join(b.get("text", "") for b in self.prompt if isinstance(b, dict) and b.get("type") == "text")
+
+    def new_tool_call_id(self) -> str:
+        self._tool_seq += 1
+        return f"call-{self._tool_seq}-{secrets.token_hex(3)}"
+
+    # -------------------------------------------------------------- updates
+    async def update(self, update: dict[str, Any], *, validate: bool = True, session_id: str | None = None) -> None:
+        params: dict[str, Any] = {"sessionId": session_id or self.session_id, "update": update}
+        if self.endpoint.setup.meta:
+            params["_meta"] = {"acp-conformance": {"seq": self._tool_seq}}
+        await self.peer.notify("session/update", params, validate=validate)
+
+    async def say(self, text: str) -> None:
+        content: dict[str, Any] = {"type": "text", "text": text}
+        if self.endpoint.setup.meta:
+            content["_meta"] = {"acp-conformance": "chunk"}
+        await self.update({"sessionUpdate": "agent_message_chunk", "content": content})
+
+    async def tool_call(
+        self, title: str = "Edit a file", *, kind: str = "edit", status: str = "pending", **extra: Any
+    ) -> str:
+        tcid = self.new_tool_call_id()
+        await self.update({"sessionUpdate": "tool_call", "toolCallId": tcid, "title": title, "kind": kind,
+                           "status": status, **extra})
+        return tcid
+
+    async def tool_update(self, tool_call_id: str, status: str, **extra: Any) -> None:
+        await self.update({"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": status,
+                           **extra})
+
+    # ----------------------------------------------------------- permission
+    async def send_permission(
+        self,
+        tool_call_id: str | None = None,
+        options: list[dict[str, Any]] | None = None,
+        *,
+        title: str = "Write a file",
+    ) -> PermissionAnswer:
+        """Send ``session/request_permission`` without waiting for the answer."""
+        opts = [dict(o) for o in (options or DEFAULT_OPTIONS)]
+        tcid = tool_call_id or self.new_tool_call_id()
+        tool_call: dict[str, Any] = {"toolCallId": tcid, "title": title, "kind": "edit", "status": "pending"}
+        params: dict[str, Any] = {"sessionId": self.session_id, "toolCall": tool_call, "options": opts}
+        if self.endpoint.setup.meta:
+            params["_meta"] = {"acp-conformance": "permission"}
+        rid = await self.peer.send_request("session/request_permission", params)
+        answer = PermissionAnswer(rid, self.session_id, opts)
+        self.endpoint.permissions.append(answer)
+        return answer
+
+    async def wait_permission(self, answer: PermissionAnswer, timeout: float | None = None) -> PermissionAnswer:
+        """Wait for the client's answer and judge it (shape, offered option, cancelled)."""
+        resp = await self.peer.wait_response(answer.request_id, method="session/request_permission", timeout=timeout)
+        answer.response = resp
+        await self.endpoint.judge_permission(answer)
+        return answer
+
+    async def request_permission(
+        self,
+        tool_call_id: str | None = None,
+        options: list[dict[str, Any]] | None = None,
+        timeout: float | None = None,
+    ) -> PermissionAnswer:
+        return await self.wait_permission(await self.send_permission(tool_call_id, options), timeout)
+
+    # ---------------------------------------------------------- fs/terminal
+    async def call(
+        self, method: str, params: dict[str, Any], *, timeout: float | None = None, validate: bool = True
+    ) -> Response:
+        full = {"sessionId": self.session_id, **params}
+        if self.endpoint.setup.meta:
+            full.setdefault("_meta", {"acp-conformance": method})
+        return await self.peer.call(method, full, timeout=timeout, validate=validate)
+
+    async def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> Response:
+        params: dict[str, Any] = {"path": path}
+        if line is not None:
+            params["line"] = line
+        if limit is not None:
+            params["limit"] = limit
+        return await self.call("fs/read_text_file", params)
+
+    async def write_text_file(self, path: str, content: str) -> Response:
+        return await self.call("fs/write_text_file", {"path": path, "content": content})
+
+    async def create_terminal(
+        self,
+        command: str,
+        args: list[str] | None = None,
+        *,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        timeout: float | None = None,
+    ) -> Response:
+        params: dict[str, Any] = {"command": command, "args": list(args or [])}
+        if cwd is not None:
+            params["cwd"] = cwd
+        if output_byte_limit is not None:
+            params["outputByteLimit"] = output_byte_limit
+        return await self.call("terminal/create", params, timeout=timeout)
+
+    async def terminal(self, method: str, terminal_id: Any, timeout: float | None = None) -> Response:
+        return await self.call(f"terminal/{method}", {"terminalId": terminal_id}, timeout=timeout, validate=False)
+
+    # ------------------------------------------------------------------ end
+    async def end(self, stop_reason: str = "end_turn") -> None:
+        """Answer the ``session/prompt`` request (once)."""
+        if self.answered:
+            return
+        self.answered = True
+        result: dict[str, Any] = {"stopReason": stop_reason}
+        if self.endpoint.setup.meta:
+            result["_meta"] = {"acp-conformance": "end"}
+        try:
+            await self.peer.respond(self.request.id, result, method="session/prompt")
+        except PeerExited:
+            pass
+
+    async def wait_cancel(self, timeout: float | None = None) -> Notification | Request:
+        """The client's ``session/cancel`` for this turn's session."""
+        return await self.endpoint.wait_cancel(self.session_id, timeout)
+
+
+class AgentEndpoint:
+    """A scriptable ACP agent on top of a ``Peer`` in the agent role."""
+
+    def __init__(self, peer: Peer, setup: AgentSetup | None = None) -> None:
+        self.peer = peer
+        self.setup = setup or AgentSetup()
+        self.init_request: Request | None = None
+        self.client_capabilities: dict[str, Any] = {}
+        self.sessions: dict[str, dict[str, Any]] = {}
+        self.session_requests: list[Request] = []
+        self.turns: list[PromptTurn] = []
+        self.cancels: list[Notification | Request] = []
+        self.permissions: list[PermissionAnswer] = []
+        self.cancel_requested_ids: set[Any] = set()
+        #: A test may script every turn: called (in its own task) for each session/prompt.
+        self.turn_script: Callable[[PromptTurn], Awaitable[None]] | None = None
+        #: Replay for session/load (the updates sent before answering it).
+        self.load_replay: list[dict[str, Any]] = [
+            {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "earlier prompt"}},
+            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "earlier answer"}},
+        ]
+        self._init_done_frames: int | None = None
+        self._flagged: set[str] = set()
+        self._changed = anyio.Event()
+        self._n_sessions = 0
+        h = peer.handlers
+        h["initialize"] = self._on_initialize
+        h["authenticate"] = self._on_authenticate
+        h["session/new"] = self._on_new
+        h["session/load"] = self._on_load
+        h["session/resume"] = self._gated_session("resume", "session.resume.gated")
+        h["session/list"] = self._gated_session("list", "session.list.gated")
+        h["session/close"] = self._gated_session("close", "session.close.gated")
+        h["session/delete"] = self._gated_session("delete", "session.delete.gated")
+        h["session/prompt"] = self._on_prompt
+        h["session/cancel"] = self._on_cancel_request
+        h["session/set_mode"] = self._on_set_mode
+        h["session/set_config_option"] = self._on_set_config
+        h["logout"] = self._on_logout
+        peer.default_handler = self._on_unknown
+        peer.listeners.append(self._on_notification)
+
+    # ------------------------------------------------------------ waiting
+    def notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def watch_closed(self) -> None:
+        """Wake waiters when the client closes the connection (run as a task)."""
+        await self.peer.closed.wait()
+        self.notify()
+
+    async def _wait(self, cond: Callable[[], T | None], what: str, timeout: float | None) -> T:
+        limit = self.peer.timeout if timeout is None else timeout
+        with anyio.move_on_after(limit):
+            while True:
+                value = cond()
+                if value is not None:
+                    return value
+                if self.peer.closed.is_set():
+                    raise PeerExited(f"the client closed the connection before {what}", None, self.peer.stderr_tail())
+                await self._changed.wait()
+        raise PeerTimeout(f"the client sent no {what} within {limit:g} s", self.peer.stderr_tail())
+
+    async def wait_initialize(self, timeout: float | None = None) -> Request:
+        return await self._wait(lambda: self.init_request, "initialize request", timeout)
+
+    async def wait_session(self, timeout: float | None = None, index: int = 0) -> str:
+        ids = list(self.sessions)
+        return await self._wait(
+            lambda: (list(self.sessions)[index] if len(self.sessions) > index else None),
+            "session/new request" if not ids else f"session request #{index + 1}",
+            timeout,
+        )
+
+    async def next_turn(self, timeout: float | None = None, index: int | None = None) -> PromptTurn:
+        """The ``index``-th prompt turn (default: the first not yet taken)."""
+        want = index if index is not None else next((i for i, t in enumerate(self.turns) if not t.answered), None)
+        if want is None:
+            want = len(self.turns)
+        return await self._wait(lambda: self.turns[want] if len(self.turns) > want else None, "session/prompt", timeout)
+
+    async def wait_cancel(self, session_id: str, timeout: float | None = None) -> Notification | Request:
+        def found() -> Notification | Request | None:
+            for c in self.cancels:
+                p = c.params if isinstance(c.params, dict) else {}
+                if p.get("sessionId") == session_id:
+                    return c
+            return None
+
+        return await self._wait(found, f"session/cancel for {session_id}", timeout)
+
+    def cancelled(self, session_id: str) -> bool:
+        return any(isinstance(c.params, dict) and c.params.get("sessionId") == session_id for c in self.cancels)
+
+    async def barrier(self, timeout: float | None = None) -> bool:
+        """Send an extension request and wait for its answer.
+
+        Frames are read in order, so once the client answers, it has read
+        everything sent before (permission requests, updates).  Any answer
+        will do (a -32601 error is the expected one).  False if none came.
+        """
+        try:
+            await self.peer.call(BARRIER_METHOD, {}, timeout=timeout)
+        except (PeerTimeout, PeerExited):
+            return False
+        return True
+
+    # ------------------------------------------------------------ judging
+    def flag(self, clause: str, message: str, about: Request | Notification | Response | None = None) -> None:
+        self.peer.flag(clause, message, about=about)
+
+    def _first_request_check(self, req: Request) -> None:
+        if "init.first" in self._flagged:
+            return
+        first = next((e for e in self.peer.events if isinstance(e, Request)), None)
+        if first is not None and first.method != "initialize":
+            self._flagged.add("init.first")
+            self.flag("init.first", f"the client's first request was {first.method}, not initialize", first)
+
+    def _after_init_check(self, req: Request) -> None:
+        if self._init_done_frames is None or req.index < self._init_done_frames:
+            self.flag(
+                "session.after-init",
+                f"{req.method} was sent before the initialize response"
+                + ("" if self.init_request else " (no initialize at all)"),
+                req,
+            )
+
+    def _known_session(self, req: Request, clause: str) -> str | None:
+        p = req.params if isinstance(req.params, dict) else {}
+        sid = p.get("sessionId")
+        if sid not in self.sessions:
+            self.flag(clause, f"{req.method} names session {sid!r}, which was not set up on this connection", req)
+            return None
+        return str(sid)
+
+    def _check_cwd(self, req: Request, cwd: Any) -> None:
+        if isinstance(cwd, str) and not os.path.isabs(cwd):
+            self.flag("session.cwd.absolute", f"{req.method} cwd {cwd!r} is not an absolute path", req)
+
+    def _check_mcp(self, req: Request, servers: Any) -> None:
+        if not isinstance(servers, list):
+            return
+        for s in servers:
+            kind = s.get("type") if isinstance(s, dict) else None
+            if (kind == "http" and not self.setup.mcp_http) or (kind == "sse" and not self.setup.mcp_sse):
+                self.flag(
+                    "session.mcp.transport-gated",
+                    f"{req.method} sent an MCP server of type {kind!r} although mcpCapabilities.{kind} is false",
+                    req,
+                )
+
+    async def judge_permission(self, answer: PermissionAnswer) -> None:
+        resp = answer.response
+        if resp is None:
+            return
+        offered = [o.get("optionId") for o in answer.options]
+        if resp.is_error:
+            err = resp.error if isinstance(resp.error, dict) else {}
+            if err.get("code") == ErrorCode.REQUEST_CANCELLED and answer.request_id in self.cancel_requested_ids:
+                return  # -32800 after our own $/cancel_request is a legitimate answer
+            self.flag(
+                "perm.response.shape",
+                f"session/request_permission answered with an error {err!r} instead of an outcome "
+                "(selected with an offered optionId, or cancelled)",
+                resp,
+            )
+            return
+        kind = answer.kind
+        if kind == "selected":
+            if answer.option_id not in offered:
+                self.flag(
+                    "perm.response.valid-option",
+                    f"selected optionId {answer.option_id!r} was not offered (offered: {offered})",
+                    resp,
+                )
+        elif kind == "cancelled":
+            if self.cancelled(answer.session_id) or answer.request_id in self.cancel_requested_ids:
+                return
+            # The client may send session/cancel just after the answer: give it a moment.
+            with anyio.move_on_after(min(2.0, self.peer.timeout)):
+                await self.wait_cancel(answer.session_id)
+                return
+            self.flag(
+                "perm.response.shape",
+                "outcome cancelled although the client did not cancel the turn (cancelled means the prompt "
+                "turn was cancelled; the user's decision is a selected option)",
+                resp,
+            )
+        # Any other shape is caught by schema validation (RequestPermissionResponse -> perm.response.shape).
+
+    # ------------------------------------------------------------ handlers
+    def _params(self, req: Request) -> dict[str, Any]:
+        return req.params if isinstance(req.params, dict) else {}
+
+    async def _on_initialize(self, req: Request) -> Any:
+        self._first_request_check(req)
+        if self.init_request is not None:
+            # A second initialize on one connection: answer it, judge nothing new.
+            return self.setup.initialize_result()
+        self.init_request = req
+        p = self._params(req)
+        caps = p.get("clientCapabilities")
+        self.client_capabilities = caps if isinstance(caps, dict) else {}
+        self.notify()
+        # Frames received before the answer leaves could not have waited for it.
+        self._init_done_frames = self.peer.conn.inbound_frames
+        await self.peer.respond(req.id, self.setup.initialize_result(), method="initialize", validate=False)
+        self.notify()
+        return NO_ANSWER
+
+    async def _on_authenticate(self, req: Request) -> Any:
+        self._first_request_check(req)
+        method_id = self._params(req).get("methodId")
+        ids = [m.get("id") for m in self.setup.auth_methods]
+        if method_id not in ids:
+            self.flag("auth.authenticate.advertised-id", f"authenticate names {method_id!r}, not one of {ids}", req)
+            raise HandlerError(ErrorCode.INVALID_PARAMS, f"unknown auth method {method_id!r}")
+        return {}
+
+    async def _on_logout(self, req: Request) -> Any:
+        self._first_request_check(req)
+        self.flag("auth.logout.gated", "logout sent although agentCapabilities.auth.logout was not advertised", req)
+        raise HandlerError(ErrorCode.METHOD_NOT_FOUND, "logout is not supported")
+
+    def new_session_id(self) -> str:
+        self._n_sessions += 1
+        return f"sess-{self._n_sessions}-{secrets.token_hex(4)}"
+
+    async def _on_new(self, req: Request) -> Any:
+        self._first_request_check(req)
+        self._after_init_check(req)
+        p = self._params(req)
+        cwd, servers = p.get("cwd"), p.get("mcpServers")
+        if not isinstance(cwd, str) or not isinstance(servers, list):
+            self.flag("session.new.params", f"session/new params need cwd (string) and mcpServers (array): {p!r}", req)
+        self._check_cwd(req, cwd)
+        self._check_mcp(req, servers)
+        sid = self.new_session_id()
+        self.sessions[sid] = {"cwd": cwd, "mcpServers": servers, "request": req}
+        self.session_requests.append(req)
+        result: dict[str, Any] = {"sessionId": sid}
+        if self.setup.modes is not None:
+            result["modes"] = self.setup.modes
+        if self.setup.config_options is not None:
+            result["configOptions"] = self.setup.config_options
+        if self.setup.meta:
+            result["_meta"] = {"acp-conformance": "session"}
+        self.notify()
+        return result
+
+    async def _on_load(self, req: Request) -> Any:
+        self._first_request_check(req)
+        self._after_init_check(req)
+        p = self._params(req)
+        if not self.setup.load_session:
+            self.flag("session.load.gated", "session/load sent although the agent did not advertise loadSession", req)
+            raise HandlerError(ErrorCode.METHOD_NOT_FOUND, "session/load is not supported")
+        missing = [k for k in ("sessionId", "cwd", "mcpServers") if k not in p]
+        if missing:
+            self.flag("session.load.params", f"session/load params lack {missing}", req)
+        self._check_cwd(req, p.get("cwd"))
+        self._check_mcp(req, p.get("mcpServers"))
+        sid = p.get("sessionId")
+        if not isinstance(sid, str):
+            raise HandlerError(ErrorCode.INVALID_PARAMS, "sessionId must be a string")
+        for update in self.load_replay:
+            await self.peer.notify("session/update", {"sessionId": sid, "update": update})
+        self.sessions[sid] = {"cwd": p.get("cwd"), "mcpServers": p.get("mcpServers"), "request": req, "loaded": True}
+        self.session_requests.append(req)
+        self.notify()
+        return {}
+
+    def _gated_session(self, name: str, clause: str) -> Callable[[Request], Awaitable[Any]]:
+        async def handler(req: Request) -> Any:
+            self._first_request_check(req)
+            self._after_init_check(req)
+            if name not in self.setup.session_capabilities:
+                self.flag(clause, f"{req.method} sent although sessionCapabilities.{name} was not advertised", req)
+                raise HandlerError(ErrorCode.METHOD_NOT_FOUND, f"{req.method} is not supported")
+            if name == "list":
+                return {"sessions": []}
+            if name == "resume":
+                p = self._params(req)
+                self._check_cwd(req, p.get("cwd"))
+                sid = p.get("sessionId")
+                if isinstance(sid, str):
+                    self.sessions[sid] = {"cwd": p.get("cwd"), "mcpServers": p.get("mcpServers"), "request": req}
+                    self.notify()
+            return {}
+
+        return handler
+
+    async def _on_prompt(self, req: Request) -> Any:
+        self._first_request_check(req)
+        self._after_init_check(req)
+        p = self._params(req)
+        sid = self._known_session(req, "prompt.after-setup")
+        if sid is None:
+            raise HandlerError(ErrorCode.RESOURCE_NOT_FOUND, f"unknown session {p.get('sessionId')!r}")
+        blocks = p.get("prompt")
+        if not isinstance(blocks, list):
+            self.flag("prompt.params", "session/prompt params lack a prompt array", req)
+            blocks = []
+        caps = self.setup.capabilities()["promptCapabilities"]
+        for b in blocks:
+            kind = b.get("type") if isinstance(b, dict) else None
+            if kind in CONTENT_GATES:
+                flag, clause = CONTENT_GATES[kind]
+                if not caps.get(flag):
+                    self.flag(clause, f"prompt carries a {kind} block although promptCapabilities.{flag} is false", req)
+                    self.flag("prompt.content-gated", f"prompt carries a {kind} block the agent did not allow", req)
+        turn = PromptTurn(self, req)
+        self.turns.append(turn)
+        self.notify()
+        if self.turn_script is not None:
+            await self.turn_script(turn)
+        return NO_ANSWER
+
+    async def _on_cancel_request(self, req: Request) -> Any:
+        self.flag("cancel.is-notification", "session/cancel was sent as a request (with an id)", req)
+        self.cancels.append(req)
+        self.notify()
+        raise HandlerError(ErrorCode.INVALID_REQUEST, "session/cancel is a notification; it takes no id")
+
+    async def _on_set_mode(self, req: Request) -> Any:
+        self._after_init_check(req)
+        p = self._params(req)
+        modes = self.setup.modes or {}
+        valid = [m.get("id") for m in modes.get("availableModes", []) if isinstance(m, dict)]
+        if p.get("modeId") not in valid:
+            self.flag("mode.set.valid", f"session/set_mode names {p.get('modeId')!r}, not one of {valid}", req)
+            raise HandlerError(ErrorCode.INVALID_PARAMS, "unknown mode")
+        return {}
+
+    async def _on_set_config(self, req: Request) -> Any:
+        self._after_init_check(req)
+        p = self._params(req)
+        for opt in self.setup.config_options or []:
+            if opt.get("id") == p.get("configId"):
+                values = [v.get("value") for v in opt.get("options", []) if isinstance(v, dict)]
+                if opt.get("type") == "select" and p.get("value") not in values:
+                    self.flag("config.set.value", f"value {p.get('value')!r} is not one of {values}", req)
+                    raise HandlerError(ErrorCode.INVALID_PARAMS, "invalid value")
+                return {"configOptions": self.setup.config_options}
+        raise HandlerError(ErrorCode.INVALID_PARAMS, f"unknown config option {p.get('configId')!r}")
+
+    async def _on_unknown(self, req: Request) -> Any:
+        self._first_request_check(req)
+        raise HandlerError(ErrorCode.METHOD_NOT_FOUND, f"method not found: {req.method}")
+
+    def _on_notification(self, note: Notification) -> None:
+        if note.method == "session/cancel":
+            self.cancels.append(note)
+        self.notify()
+
+    # ---------------------------------------------------------- shutdown
+    async def end_open_turns(self) -> None:
+        for turn in self.turns:
+            if not turn.answered and not self.peer.closed.is_set():
+                await turn.end("cancelled" if self.cancelled(turn.session_id) else "end_turn")

@@ -1,0 +1,548 @@
+"""Running one client under test: its process, the agent it launches, evidence.
+
+The ``ClientHarness`` is what a client-certification test holds.  Each
+``connect()`` opens a control socket, starts the client command with
+``{agent}`` replaced by the relay agent's command line (see ``control``),
+waits (with a deadline) for the relay the client launched to connect
+back, and yields a ``ClientConnection`` whose ``agent`` is an
+``AgentEndpoint``: the test plays the agent in-process and sees every
+frame on the wire.  On the way out it ends open turns, closes the
+client's stdin, kills the client's whole process tree (the relay
+included) and judges the transcript on the passive clauses for the
+client role.
+
+Three modes (``ClientConfig.mode``):
+
+``auto``
+    a headless client is started per test and driven by its profile
+    (``profiles``): prompt, cancel and permission policy.
+``agent-initiated``
+    nothing is started: a person launches the relay from an editor (a
+    fixed control address) and sends one prompt per test; the agent side
+    drives everything else.  Actions that need the person (cancel, a
+    particular permission answer) are not available.
+``manual``
+    like agent-initiated, and the harness tells the person what to do
+    (press stop, choose "Reject") and asks what they saw; results that
+    depend on a person are marked "manually verified".
+
+No pytest here; the plugin wraps this.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio
+
+from acp_conformance.agent_endpoint import AgentEndpoint, AgentSetup
+from acp_conformance.checks import passive_results
+from acp_conformance.clauses import registry
+from acp_conformance.control import ControlServer, RelayConnection, open_control_server
+from acp_conformance.core.connection import Role
+from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
+from acp_conformance.errors import ConformanceFailure, PeerExited, PeerTimeout
+from acp_conformance.harness import AcpSpecWarning
+from acp_conformance.peer import Peer
+from acp_conformance.profiles import ClientProfile, default_profile
+from acp_conformance.results import ClauseResult, Status
+from acp_conformance.transcript import Transcript, redactor
+from acp_conformance.transport.process import ProcessTransport, spawn
+from acp_conformance.validation import SchemaValidator
+
+__all__ = [
+    "MANUAL_NOTE",
+    "MODES",
+    "ClientConfig",
+    "ClientConnection",
+    "ClientHarness",
+    "Human",
+    "Unsupported",
+]
+
+MODES = ("auto", "agent-initiated", "manual")
+MANUAL_NOTE = " (manually verified)"
+
+
+class Unsupported(Exception):
+    """The driver cannot perform an action a test needs (the reason is the message)."""
+
+
+class Human(Protocol):
+    """How the harness talks to the person in agent-initiated and manual modes."""
+
+    def say(self, text: str) -> None: ...
+
+    async def ask(self, question: str, choices: tuple[str, ...]) -> str: ...
+
+
+@dataclass
+class ClientConfig:
+    """How to start, drive and judge the client under test (from the CLI options)."""
+
+    command: str
+    profile: ClientProfile = field(default_factory=default_profile)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    timeout: float = 10.0
+    startup_timeout: float = 20.0
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    mode: str = "auto"
+    #: Fixed control address (``unix:/path`` or ``tcp:127.0.0.1:PORT``); None = a fresh one per test.
+    control: str | None = None
+    #: Token the relay must present; None = a fresh random one, "" = none (fixed editor configs).
+    token: str | None = None
+    #: Deadline for a person to act (agent-initiated and manual modes).
+    human_timeout: float = 300.0
+    #: The Python that runs the relay agent.
+    python: str | None = None
+    #: Seconds the client gets to exit by itself after its stdin closes.
+    exit_grace: float = 1.0
+
+
+@dataclass
+class ClientConnection:
+    """One run of the client under test, seen from the agent it launched."""
+
+    harness: ClientHarness
+    agent: AgentEndpoint
+    relay: RelayConnection
+    transcript: Transcript
+    sandbox: Path
+    process: ProcessTransport | None
+    permission: str | None
+    argv: list[str]
+    #: Behave like a well-mannered agent: exit as soon as the client closes our stdin.
+    exit_on_eof: bool = True
+    #: Files the test created or had the client create, removed at the end (the session directory
+    #: may be the user's own, with --acp-client-cwd or in the editor modes).
+    cleanup: list[Path] = field(default_factory=list)
+
+    @property
+    def peer(self) -> Peer:
+        return self.agent.peer
+
+    def stderr_tail(self, n: int = 20) -> list[str]:
+        if self.process is None:
+            return []
+        return list(self.process.stderr_tail)[-n:]
+
+    async def cancel(self) -> None:
+        """Make the client cancel its running turn (the profile's cancel action)."""
+        await self.harness.driver_cancel(self)
+
+    async def prompt(self, text: str) -> None:
+        """Make the client send another prompt (profiles with prompt via stdin)."""
+        await self.harness.driver_prompt(self, text)
+
+    async def wait_client_exit(self, timeout: float) -> bool:
+        if self.process is None:
+            return False
+        return await self.process.wait_exit(timeout)
+
+
+class ClientHarness:
+    """One test's view of the client under test."""
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        validator: SchemaValidator,
+        workdir: str | os.PathLike[str],
+        human: Human | None = None,
+    ) -> None:
+        self.config = config
+        self.validator = validator
+        self.workdir = Path(workdir)
+        self.human = human
+        self.results: list[ClauseResult] = []
+        self.connections: list[ClientConnection] = []
+        self.peer_info: dict[str, Any] | None = None
+        self.body_completed = False
+        self.manual = False  # set when a result depended on a person
+        self._n = 0
+        self._stderr: list[str] = []
+
+    @property
+    def mode(self) -> str:
+        return self.config.mode
+
+    @property
+    def profile(self) -> ClientProfile:
+        return self.config.profile
+
+    # -------------------------------------------------------------- results
+    def record(self, clause: str, status: Status, message: str = "", evidence: str = "") -> None:
+        if self.manual and MANUAL_NOTE not in message:
+            message += MANUAL_NOTE
+        self.results.append(ClauseResult(clause, status, message, evidence))
+
+    def check(self, clause: str, ok: bool, expected: str, actual: str) -> bool:
+        """PASS, or for a MUST a ``ConformanceFailure``; for a SHOULD/MAY a WARN."""
+        if ok:
+            self.record(clause, Status.PASS, expected)
+            return True
+        if registry().get(clause).mandatory:
+            raise ConformanceFailure(clause, expected, actual + (MANUAL_NOTE if self.manual else ""))
+        message = f"expected {expected}; observed {actual}"
+        self.record(clause, Status.WARN, message, self.evidence())
+        warnings.warn(AcpSpecWarning(f"[{clause}] {message}"), stacklevel=2)
+        return False
+
+    def evidence(self, conn: ClientConnection | None = None, last: int = 40) -> str:
+        conn = conn or (self.connections[-1] if self.connections else None)
+        text = ""
+        if conn is not None:
+            text = conn.transcript.excerpt(last=last)
+            tail = conn.stderr_tail()
+        else:
+            tail = self._stderr[-20:]
+        if tail:
+            redact = redactor()
+            text += "\n--- client stderr (last lines) ---\n" + "\n".join(redact(line) for line in tail)
+        return text
+
+    # --------------------------------------------------------------- driver
+    def unsupported(self, *actions: str) -> str | None:
+        """Why the driver cannot do one of ``actions`` (None when it can do all)."""
+        for action in actions:
+            if self.mode == "auto":
+                reason = self.profile.unsupported(action, self.config.command)
+            elif self.mode == "agent-initiated":
+                reason = None if action == "prompt" else (
+                    f"needs a person to act ({action}); in agent-initiated mode only the first prompt comes "
+                    "from a person: run with --acp-client-mode=manual"
+                )
+            else:
+                reason = None  # manual: the person is told what to do
+            if reason:
+                return reason
+        return None
+
+    async def driver_cancel(self, conn: ClientConnection) -> None:
+        if self.mode != "auto":
+            await self._tell("Press the editor's stop / cancel button now, to cancel the running turn.")
+            self.manual = True
+            return
+        p = self.profile
+        why = p.unsupported("cancel")
+        if why:
+            raise Unsupported(why)
+        proc = conn.process
+        assert proc is not None
+        conn.transcript.note(f"driver: cancel via {p.cancel_via}")
+        if p.cancel_via == "signal":
+            try:
+                os.kill(proc.pid, p.signal_number())
+            except ProcessLookupError:
+                raise PeerExited("the client exited before it could be told to cancel", proc.returncode,
+                                 list(proc.stderr_tail)) from None
+        elif p.cancel_via == "stdin":
+            await proc.send(p.cancel_text.encode() + b"\n")
+        elif p.cancel_via == "command":
+            argv = shlex.split(p.cancel_command.replace("{pid}", str(proc.pid)))
+            async with spawn(argv, cwd=str(conn.sandbox), env=p.environment(str(conn.sandbox.parent))) as helper:
+                await helper.wait_exit(self.config.timeout)
+
+    async def driver_prompt(self, conn: ClientConnection, text: str) -> None:
+        if self.mode != "auto":
+            await self._tell(f"Send another prompt in the same thread (any text, e.g. {text!r}).")
+            self.manual = True
+            return
+        why = self.profile.unsupported("second-prompt")
+        if why:
+            raise Unsupported(why)
+        assert conn.process is not None
+        conn.transcript.note("driver: another prompt on stdin")
+        await conn.process.send(text.replace("\n", " ").encode() + b"\n")
+
+    async def _tell(self, text: str) -> None:
+        if self.human is None:
+            raise Unsupported("no person to tell what to do (no terminal)")
+        self.human.say(text)
+
+    async def ask(self, question: str, choices: tuple[str, ...] = ("y", "n")) -> str | None:
+        """Ask the person (manual mode only); None in the other modes."""
+        if self.mode != "manual" or self.human is None:
+            return None
+        self.manual = True
+        with anyio.fail_after(self.config.human_timeout):
+            return await self.human.ask(question, choices)
+
+    # ------------------------------------------------------------ connecting
+    @asynccontextmanager
+    async def connect(
+        self,
+        agent: AgentSetup | None = None,
+        *,
+        permission: str | None = None,
+        prompt: str | None = None,
+        wait_initialize: bool = True,
+    ) -> AsyncIterator[ClientConnection]:
+        """Start the client (or wait for a person to) and yield the connection to its agent."""
+        setup = agent or AgentSetup()
+        if permission is not None:
+            why = self.unsupported(f"permission:{permission}")
+            if why:
+                raise Unsupported(why)
+        self._n += 1
+        sandbox = (self.workdir / f"client-{self._n}").resolve()
+        sandbox.mkdir(parents=True, exist_ok=True)
+        transcript = Transcript(label=self.config.command)
+        if self.mode == "auto":
+            kind = "unix"
+            async with open_control_server(kind, address=self.config.control, token=self.config.token) as server:
+                async with self._start_client(server, sandbox, transcript, permission, prompt) as (proc, argv):
+                    relay = await self._await_relay(server, proc, transcript)
+                    async with self._session(setup, relay, transcript, sandbox, proc, permission, argv,
+                                             wait_initialize) as conn:
+                        yield conn
+        else:
+            async with open_control_server(address=self.config.control, token=self.config.token or "") as server:
+                relay = await self._await_person(server, setup, permission)
+                async with self._session(setup, relay, transcript, sandbox, None, permission, [],
+                                         wait_initialize) as conn:
+                    yield conn
+
+    @asynccontextmanager
+    async def _start_client(
+        self, server: ControlServer, sandbox: Path, transcript: Transcript, permission: str | None, prompt: str | None
+    ) -> AsyncIterator[tuple[ProcessTransport, list[str]]]:
+        p = self.profile
+        argv = p.build_argv(
+            self.config.command,
+            agent_argv=server.relay_argv(self.config.python),
+            prompt=prompt,
+            permission=permission,
+            tmp=str(sandbox.parent),
+        )
+        env = {**p.environment(str(sandbox.parent)), **self.config.env}
+        transcript.note(f"client command: {shlex.join(argv)}")
+
+        def on_stderr(line: str) -> None:
+            transcript.add("stderr", line)
+
+        cwd = self.config.cwd or str(sandbox)
+        async with spawn(argv, env=env, cwd=cwd, on_stderr=on_stderr, grace=self.config.exit_grace) as proc:
+            try:
+                if p.prompt_via == "stdin":
+                    text = prompt if prompt is not None else p.prompt_text
+                    await proc.send(text.replace("\n", " ").encode() + b"\n")
+                yield proc, argv
+            finally:
+                self._stderr = list(proc.stderr_tail)
+
+    async def _await_relay(self, server: ControlServer, proc: ProcessTransport, transcript: Transcript) -> Any:
+        """The relay the client launched; a clear FAIL if it never comes."""
+        limit = self.config.startup_timeout
+        relay: RelayConnection | None = None
+        exited = False
+
+        async def wait_relay(scope: anyio.CancelScope) -> None:
+            nonlocal relay
+            try:
+                relay = await server.accept(limit)
+            except PeerTimeout:
+                pass
+            scope.cancel()
+
+        async def wait_exit(scope: anyio.CancelScope) -> None:
+            nonlocal exited
+            exited = await proc.wait_exit(limit)
+            if exited:
+                # Let a relay that raced the exit still register.
+                try:
+                    await server.accept(0.2, index=0)
+                except PeerTimeout:
+                    pass
+                scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait_relay, tg.cancel_scope)
+            tg.start_soon(wait_exit, tg.cancel_scope)
+        if relay is None and server.connections:
+            relay = server.connections[0]
+        if relay is not None:
+            transcript.note(f"agent launched by the client: pid {relay.hello.pid}, cwd {relay.hello.cwd}")
+            return relay
+        for why in server.rejected:
+            transcript.note(f"control: rejected a connection ({why})")
+        self._stderr = list(proc.stderr_tail)
+        if exited:
+            actual = f"the client exited with status {proc.returncode} without launching the agent"
+        else:
+            actual = f"the client did not launch the agent within {limit:g} s"
+        raise ConformanceFailure(
+            "init.first",
+            "the client to launch the agent ({agent} in its command line) and send initialize",
+            actual + _stderr_hint(proc),
+        )
+
+    async def _await_person(self, server: ControlServer, setup: AgentSetup, permission: str | None) -> Any:
+        lines = [
+            f"Test {self._n}: start a NEW agent thread in your editor with the ACP conformance agent "
+            f"(command: {server.relay_command_line(self.config.python)}), then send any prompt.",
+        ]
+        if permission == "reject" and self.mode == "manual":
+            lines.append("When the editor asks for permission, choose the REJECT option.")
+        elif permission == "allow" and self.mode == "manual":
+            lines.append("When the editor asks for permission, choose the ALLOW option.")
+        elif permission == "hold" and self.mode == "manual":
+            lines.append("When the editor asks for permission, do NOT answer; wait for the next instruction.")
+        await self._tell("\n".join(lines))
+        if permission is not None:
+            self.manual = True
+        return await server.accept(self.config.human_timeout)
+
+    @asynccontextmanager
+    async def _session(
+        self,
+        setup: AgentSetup,
+        relay: RelayConnection,
+        transcript: Transcript,
+        sandbox: Path,
+        proc: ProcessTransport | None,
+        permission: str | None,
+        argv: list[str],
+        wait_initialize: bool,
+    ) -> AsyncIterator[ClientConnection]:
+        peer = Peer(
+            relay,
+            Role.AGENT,
+            validator=self.validator,
+            transcript=transcript,
+            timeout=self.config.timeout if self.mode == "auto" else self.config.human_timeout,
+            max_frame_bytes=self.config.max_frame_bytes,
+            stderr_tail=(lambda: list(proc.stderr_tail)) if proc is not None else None,
+        )
+        endpoint = AgentEndpoint(peer, setup)
+        conn = ClientConnection(self, endpoint, relay, transcript, sandbox, proc, permission, argv)
+        self.connections.append(conn)
+        failed = True
+        found: list[ClauseResult] = []
+        try:
+            async with peer:
+                peer.start_soon(endpoint.watch_closed)
+                peer.start_soon(self._exit_on_eof, conn)
+                try:
+                    if wait_initialize:
+                        await self._await_initialize(conn)
+                    yield conn
+                    failed = False
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await self._shutdown(conn, judge_pending=not failed)
+        finally:
+            if proc is not None:
+                self._stderr = list(proc.stderr_tail)
+            found = passive_results(transcript, "client")
+            self.results.extend(found)
+        if not failed:
+            hard = [r for r in found if r.status is Status.FAIL]
+            if hard:
+                self.body_completed = True
+                raise ConformanceFailure(hard[0].clause, "a conforming stream", hard[0].message)
+
+    async def _exit_on_eof(self, conn: ClientConnection) -> None:
+        await conn.peer.closed.wait()
+        if conn.exit_on_eof:
+            conn.transcript.note("the client closed the agent's stdin; the agent exits")
+            await conn.relay.exit(0)
+
+    async def _await_initialize(self, conn: ClientConnection) -> None:
+        limit = self.config.startup_timeout if self.mode == "auto" else self.config.human_timeout
+        try:
+            req = await conn.agent.wait_initialize(limit)
+        except PeerExited:
+            raise ConformanceFailure(
+                "init.first",
+                "the client to send initialize to the agent it launched",
+                "the client closed the agent's stdin without sending initialize" + _stderr_hint(conn.process),
+            ) from None
+        except PeerTimeout:
+            raise ConformanceFailure(
+                "init.first",
+                "the client to send initialize to the agent it launched",
+                f"it launched the agent but sent no initialize within {limit:g} s" + _stderr_hint(conn.process),
+            ) from None
+        params = req.params if isinstance(req.params, dict) else {}
+        if self.peer_info is None:
+            self.peer_info = {
+                "info": params.get("clientInfo"),
+                "capabilities": params.get("clientCapabilities"),
+                "protocolVersion": params.get("protocolVersion"),
+                "profile": self.profile.name,
+                "mode": self.mode,
+            }
+
+    async def _shutdown(self, conn: ClientConnection, *, judge_pending: bool) -> None:
+        peer, endpoint, proc = conn.peer, conn.agent, conn.process
+        if not peer.closed.is_set():
+
+            async def end_at_once(turn: Any) -> None:
+                await turn.end()
+
+            endpoint.turn_script = end_at_once  # turns arriving from now on end at once
+            # A relay stuck behind a client that stopped reading must not stall teardown.
+            with anyio.move_on_after(self.config.timeout):
+                try:
+                    await endpoint.end_open_turns()
+                except PeerExited:
+                    pass
+            if judge_pending:
+                # Every request the agent sent gets exactly one response: give late
+                # answers a deadline, then each missing one is a finding.
+                for rid, method in peer.conn.pending_outgoing:
+                    if peer.closed.is_set():
+                        break
+                    try:
+                        await peer.wait_response(rid, method=method)
+                    except (PeerTimeout, PeerExited):
+                        pass
+        if proc is not None:
+            await proc.close_output()
+            if not await proc.wait_exit(self.config.exit_grace):
+                conn.transcript.note("the client was still running after its stdin closed; it is being stopped")
+                await proc.terminate(0.5)
+        else:
+            await conn.relay.exit(0)
+        await conn.relay.aclose()
+        _kill_relay(conn.relay.pid)
+        for path in conn.cleanup:
+            try:
+                path.unlink(missing_ok=True)
+            except OSError:
+                pass
+
+
+def _stderr_hint(proc: ProcessTransport | None) -> str:
+    if proc is None:
+        return ""
+    tail = [line for line in list(proc.stderr_tail)[-5:] if line.strip()]
+    if not tail:
+        return " (its stderr was empty)"
+    redact = redactor()
+    return "; client stderr: " + " | ".join(redact(line)[:300] for line in tail)
+
+
+def _kill_relay(pid: int) -> None:
+    """The relay normally exits with its control socket; make sure (by pid, never by name)."""
+    if pid <= 0:
+        return
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return
+    if b"mock_agent.relay" in cmdline:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -1,0 +1,78 @@
+"""Helpers shared by the client-certification tests (pytest-facing)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from acp_conformance.agent_endpoint import PromptTurn
+from acp_conformance.clauses import registry
+from acp_conformance.client_harness import ClientConnection, ClientHarness
+from acp_conformance.results import Status
+from acp_conformance.suite._support import inconclusive, not_applicable
+
+__all__ = [
+    "advertised",
+    "first_turn",
+    "inconclusive",
+    "manual_check",
+    "not_applicable",
+    "probe_path",
+    "require",
+    "session_dir",
+]
+
+
+def require(acp: ClientHarness, *actions: str) -> None:
+    """NOT_APPLICABLE (with the reason) unless the driver can perform every action."""
+    reason = acp.unsupported(*actions)
+    if reason:
+        not_applicable(reason)
+
+
+async def first_turn(acp: ClientHarness, conn: ClientConnection) -> PromptTurn:
+    """The client's first prompt turn (the driver made it send one)."""
+    limit = acp.config.startup_timeout if acp.mode == "auto" else acp.config.human_timeout
+    await conn.agent.wait_session(limit)
+    return await conn.agent.next_turn(limit)
+
+
+def advertised(conn: ClientConnection, path: str) -> bool:
+    """True when the client's initialize advertised the dotted capability as true / an object."""
+    node: Any = conn.agent.client_capabilities
+    for part in path.split("."):
+        if not isinstance(node, dict) or node.get(part) in (None, False):
+            return False
+        node = node[part]
+    return True
+
+
+def session_dir(conn: ClientConnection, turn: PromptTurn) -> Path:
+    """The directory the client declared as the session cwd (fs tests work there)."""
+    info = conn.agent.sessions.get(turn.session_id, {})
+    cwd = info.get("cwd")
+    if isinstance(cwd, str) and os.path.isabs(cwd) and Path(cwd).is_dir():
+        return Path(cwd)
+    return conn.sandbox
+
+
+def probe_path(conn: ClientConnection, turn: PromptTurn, name: str) -> Path:
+    """A file in the session directory for this test, removed when the connection ends."""
+    path = session_dir(conn, turn) / name
+    conn.cleanup.append(path)
+    return path
+
+
+async def manual_check(acp: ClientHarness, clause: str, question: str) -> None:
+    """A clause only a person can see (what the editor shows): asked in manual mode, recorded as
+    "(manually verified)"; in the other modes recorded as not applicable, with the reason."""
+    answer = await acp.ask(question)
+    if answer is None:
+        acp.record(clause, Status.NOT_APPLICABLE, "observable only by a person: run with --acp-client-mode=manual")
+        return
+    if answer == "y":
+        acp.record(clause, Status.PASS, f"{question} yes")
+    else:
+        status = Status.FAIL if registry().get(clause).mandatory else Status.WARN
+        acp.record(clause, status, f"{question} no")

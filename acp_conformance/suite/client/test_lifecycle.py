@@ -1,0 +1,209 @@
+"""initialize, session setup and the prompt: what the client sends, in what order."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_conformance.agent_endpoint import AgentSetup
+from acp_conformance.client_harness import ClientHarness
+from acp_conformance.core.events import Request
+from acp_conformance.results import Status
+from acp_conformance.suite.client._support import first_turn, manual_check, require
+from acp_conformance.transport.process import descendants
+
+pytestmark = pytest.mark.anyio
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@pytest.mark.clause(
+    "init.first",
+    "init.request.protocol-version",
+    "init.request.protocol-version-type",
+    "init.request.capabilities",
+    "init.request.client-info",
+    "init.implementation.shape",
+    "cap.client.fs-defaults",
+    "transport.stdio.subprocess",
+)
+async def test_initialize_request(acp_client: ClientHarness) -> None:
+    """The client launches the agent (as its child process) and initializes first, with an integer version
+    and its capabilities."""
+    async with acp_client.connect() as conn:
+        if conn.process is not None:
+            lineage = descendants(conn.process.pid)
+            acp_client.check(
+                "transport.stdio.subprocess",
+                conn.relay.pid in lineage,
+                "the agent to run as a child process (or descendant) of the client",
+                f"agent pid {conn.relay.pid} (parent {conn.relay.hello.ppid}) is not below client pid "
+                f"{conn.process.pid}",
+            )
+        req = await conn.agent.wait_initialize()
+        p = req.params if isinstance(req.params, dict) else {}
+        version = p.get("protocolVersion")
+        acp_client.check(
+            "init.request.protocol-version-type",
+            isinstance(version, int) and _is_int(version) and 0 <= version <= 65535,
+            "protocolVersion to be a bare JSON integer in 0..65535",
+            f"protocolVersion {version!r}",
+        )
+        acp_client.check(
+            "init.request.protocol-version",
+            isinstance(version, int) and _is_int(version) and version >= 1,
+            "the highest major version the client implements (1 for a v1 client)",
+            f"protocolVersion {version!r}",
+        )
+        caps = p.get("clientCapabilities")
+        acp_client.check(
+            "init.request.capabilities",
+            caps is None or isinstance(caps, dict),
+            "clientCapabilities to be an object (or omitted, meaning all false)",
+            f"clientCapabilities {caps!r}",
+        )
+        caps = caps if isinstance(caps, dict) else {}
+        fs_caps = caps.get("fs")
+        fs: dict[str, Any] = fs_caps if isinstance(fs_caps, dict) else {}
+        flags = {"fs.readTextFile": fs.get("readTextFile"), "fs.writeTextFile": fs.get("writeTextFile"),
+                 "terminal": caps.get("terminal")}
+        auth = caps.get("auth")
+        if isinstance(auth, dict):
+            flags["auth.terminal"] = auth.get("terminal")
+        bad = {k: v for k, v in flags.items() if v is not None and not isinstance(v, bool)}
+        acp_client.check(
+            "cap.client.fs-defaults", not bad, "boolean capability flags (absent = false)", f"non-boolean: {bad}"
+        )
+        info = p.get("clientInfo")
+        if info is not None:
+            acp_client.check(
+                "init.implementation.shape",
+                isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str),
+                "clientInfo to be an Implementation (string name and version)",
+                f"clientInfo {info!r}",
+            )
+        acp_client.check(
+            "init.request.client-info",
+            isinstance(info, dict) and bool(info.get("name")) and bool(info.get("version")),
+            "clientInfo with a name and a version",
+            f"clientInfo {info!r}",
+        )
+
+
+@pytest.mark.clause(
+    "session.after-init",
+    "session.new.params",
+    "session.cwd.absolute",
+    "session.mcp.transport-gated",
+    "session.mcp.shapes",
+    "session.load.gated",
+    "session.resume.gated",
+    "session.list.gated",
+    "session.close.gated",
+    "session.delete.gated",
+    "auth.logout.gated",
+    "prompt.after-setup",
+    "prompt.params",
+    "prompt.content-gated",
+    "content.image.gated",
+    "content.audio.gated",
+    "content.resource.gated",
+    "content.markdown",
+)
+async def test_session_and_prompt(acp_client: ClientHarness) -> None:
+    """Against an agent advertising nothing optional: session/new (absolute cwd, no http/sse MCP servers),
+    no session/load, resume, list, close, delete or logout (none advertised), and a prompt for that session
+    built only from text and resource links.  Each method sent unadvertised is flagged where it arrives."""
+    require(acp_client, "prompt")
+    async with acp_client.connect(AgentSetup()) as conn:
+        turn = await first_turn(acp_client, conn)
+        await turn.say("Hello from the **conformance agent**:\n\n- one\n- two\n")
+        await turn.end()
+        await manual_check(acp_client, "content.markdown",
+                           "Did the editor render the agent's reply as Markdown (bold text, a two-item list)?")
+        new = conn.agent.session_requests[0]
+        p = new.params if isinstance(new.params, dict) else {}
+        cwd = p.get("cwd")
+        acp_client.check(
+            "session.cwd.absolute",
+            isinstance(cwd, str) and os.path.isabs(cwd),
+            "session/new cwd to be an absolute path",
+            f"cwd {cwd!r}",
+        )
+        servers = p.get("mcpServers")
+        if not servers:
+            acp_client.record("session.mcp.shapes", Status.NOT_APPLICABLE, "the client sent no MCP server")
+        else:
+            bad = [s for s in servers if not _mcp_server_ok(s)]
+            acp_client.check(
+                "session.mcp.shapes",
+                not bad,
+                "each MCP server: stdio = name, absolute command, args[], env[{name,value}]; "
+                "http/sse = type, name, url, headers[{name,value}]",
+                f"malformed: {bad}",
+            )
+        acp_client.check(
+            "prompt.params",
+            isinstance(turn.request.params, dict) and isinstance(turn.request.params.get("prompt"), list),
+            "session/prompt params with a sessionId and a prompt array",
+            f"params {turn.request.params!r}",
+        )
+        kinds = sorted({str(b.get("type")) for b in turn.prompt if isinstance(b, dict)})
+        acp_client.check(
+            "prompt.content-gated",
+            all(k in ("text", "resource_link") for k in kinds),
+            "only text and resource_link blocks (the agent allows no image, audio or embedded resources)",
+            f"block types {kinds}",
+        )
+        # Give a client that would (wrongly) load or prompt again a moment to do so.
+        await conn.peer.quiet_for(0.3, lambda e: isinstance(e, Request) and e.method == "session/load")
+
+
+def _pairs(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(v, dict) and isinstance(v.get("name"), str) and isinstance(v.get("value"), str) for v in value
+    )
+
+
+def _mcp_server_ok(server: Any) -> bool:
+    if not isinstance(server, dict) or not isinstance(server.get("name"), str):
+        return False
+    kind = server.get("type", "stdio")
+    if kind == "stdio":
+        command = server.get("command")
+        return (
+            isinstance(command, str)
+            and os.path.isabs(command)
+            and isinstance(server.get("args"), list)
+            and _pairs(server.get("env"))
+        )
+    if kind in ("http", "sse"):
+        return isinstance(server.get("url"), str) and _pairs(server.get("headers"))
+    return False
+
+
+@pytest.mark.clause("init.version.client-disconnect")
+async def test_unsupported_version_answer(acp_client: ClientHarness) -> None:
+    """The agent answers initialize with a version no v1 client supports: the client should not go on."""
+    async with acp_client.connect(AgentSetup(protocol_version=60000)) as conn:
+        await conn.agent.wait_initialize()
+        limit = max(acp_client.config.timeout / 2, 2.0)
+        proceeded: Request | None = None
+        with anyio.move_on_after(limit):
+            while proceeded is None and not conn.peer.closed.is_set():
+                ev = await conn.peer.quiet_for(
+                    limit, lambda e: isinstance(e, Request) and e.method.startswith("session/")
+                )
+                proceeded = ev if isinstance(ev, Request) else None
+                break
+        acp_client.check(
+            "init.version.client-disconnect",
+            proceeded is None,
+            "the client to stop (close the connection) after the agent answered protocolVersion 60000",
+            f"the client went on with {proceeded.method if proceeded else ''} as if the version were supported",
+        )

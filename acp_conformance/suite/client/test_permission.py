@@ -1,0 +1,159 @@
+"""session/request_permission and cancellation: valid answers, cancelled when (and only when) cancelling."""
+
+from __future__ import annotations
+
+import pytest
+
+from acp_conformance.agent_endpoint import DEFAULT_OPTIONS
+from acp_conformance.client_harness import ClientHarness
+from acp_conformance.core.events import Request
+from acp_conformance.suite.client._support import first_turn, inconclusive, manual_check, require
+
+pytestmark = pytest.mark.anyio
+
+#: Unusual option ids (not the conventional "allow"/"reject"), so a client that
+#: answers from habit instead of from the request is caught.
+ODD_OPTIONS = [
+    {"optionId": "opt-yes-7f3a", "name": "Yes, run it", "kind": "allow_once"},
+    {"optionId": "opt-always-19c2", "name": "Yes, always", "kind": "allow_always"},
+    {"optionId": "opt-no-b6e0", "name": "No", "kind": "reject_once"},
+]
+
+
+@pytest.mark.clause(
+    "perm.response.shape", "perm.response.valid-option", "jsonrpc.bidirectional", "jsonrpc.result-xor-error"
+)
+async def test_permission_answer_is_an_offered_option(acp_client: ClientHarness) -> None:
+    """While its session/prompt is pending, the client answers the agent's permission request with
+    {selected, optionId} naming one of the offered ids (or cancelled if it cancels the turn).
+
+    Also bound to jsonrpc.result-xor-error (judged on the wire): the permission answer is the one
+    result-bearing response every client must send, so this is where a response carrying both a
+    result and an error shows up in a targeted run."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        tcid = await turn.tool_call("Run `make test`", kind="execute")
+        answer = await turn.request_permission(tcid, ODD_OPTIONS)
+        acp_client.check(
+            "jsonrpc.bidirectional",
+            answer.response is not None and not turn.answered,
+            "an answer to the agent's request while the client's own session/prompt is pending",
+            answer.describe(),
+        )
+        acp_client.check(
+            "perm.response.shape",
+            answer.kind in ("selected", "cancelled"),
+            "a result {outcome: {outcome: selected, optionId}} or {outcome: {outcome: cancelled}}",
+            answer.describe(),
+        )
+        if answer.kind == "selected":
+            acp_client.check(
+                "perm.response.valid-option",
+                answer.option_id in [o["optionId"] for o in ODD_OPTIONS],
+                "the optionId of one of the offered options",
+                f"optionId {answer.option_id!r}",
+            )
+        await turn.tool_update(tcid, "completed" if answer.option_kind == "allow_once" else "failed")
+        await turn.end("cancelled" if conn.agent.cancelled(turn.session_id) else "end_turn")
+
+
+@pytest.mark.parametrize("policy", ["allow", "reject"])
+@pytest.mark.clause("perm.auto", "perm.response.valid-option")
+async def test_permission_policy_is_applied(acp_client: ClientHarness, policy: str) -> None:
+    """With the profile's allow / reject setting, the client picks an option of that kind (perm.auto)."""
+    require(acp_client, "prompt", f"permission:{policy}")
+    async with acp_client.connect(permission=policy) as conn:
+        turn = await first_turn(acp_client, conn)
+        tcid = await turn.tool_call("Edit a file")
+        answer = await turn.request_permission(tcid, DEFAULT_OPTIONS)
+        kind = answer.option_kind or ""
+        acp_client.check(
+            "perm.auto",
+            answer.kind == "selected" and kind.startswith(policy),
+            f"an option of kind {policy}_* (the client was set to {policy} permission requests)",
+            answer.describe(),
+        )
+        await turn.end()
+
+
+@pytest.mark.clause(
+    "perm.cancelled-on-cancel",
+    "perm.late-request-after-cancel",
+    "cancel.is-notification",
+    "cancel.client-may",
+    "jsonrpc.every-request-answered",
+)
+async def test_cancel_answers_pending_permissions(acp_client: ClientHarness) -> None:
+    """Two permission requests pending, then the client cancels the turn: it sends session/cancel (a
+    notification) and answers both with cancelled; one sent after the cancel is answered cancelled too."""
+    require(acp_client, "prompt", "cancel", "permission:hold")
+    async with acp_client.connect(permission="hold") as conn:
+        turn = await first_turn(acp_client, conn)
+        first = await turn.send_permission(await turn.tool_call("Edit a.txt"))
+        second = await turn.send_permission(await turn.tool_call("Edit b.txt"))
+        if not await conn.agent.barrier():
+            # No answer to an extension request: we cannot know the client read them; let it settle.
+            await conn.peer.quiet_for(0.5, lambda e: False)
+        answered_early = [a for a in (first, second) if a.request_id not in dict(conn.peer.conn.pending_outgoing)]
+        if answered_early:
+            inconclusive("the client answered a permission request before it was told to cancel (not held)")
+        await conn.cancel()
+        cancel = await turn.wait_cancel()
+        acp_client.check(
+            "cancel.is-notification",
+            not isinstance(cancel, Request),
+            "session/cancel as a notification (no id)",
+            "session/cancel sent as a request",
+        )
+        for answer in (first, second):
+            await turn.wait_permission(answer)
+            acp_client.check(
+                "perm.cancelled-on-cancel",
+                answer.kind == "cancelled",
+                "every pending permission request answered with outcome cancelled after session/cancel",
+                answer.describe(),
+            )
+        late = await turn.request_permission(await turn.tool_call("Edit c.txt"))
+        acp_client.check(
+            "perm.late-request-after-cancel",
+            late.kind == "cancelled",
+            "a permission request arriving after session/cancel answered cancelled at once",
+            late.describe(),
+        )
+        await turn.end("cancelled")
+
+
+@pytest.mark.clause(
+    "cancel.is-notification", "cancel.client-may", "perm.late-request-after-cancel", "cancel.client-marks-tools"
+)
+async def test_cancel_a_running_turn(acp_client: ClientHarness) -> None:
+    """The client cancels a turn that is streaming: session/cancel is a notification for that session; a
+    permission request sent after it is answered cancelled; the turn ends with stopReason cancelled."""
+    require(acp_client, "prompt", "cancel")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        await turn.say("Working on it...")
+        running = await turn.tool_call("Long refactoring", kind="edit", status="in_progress")
+        await conn.agent.barrier()
+        await conn.cancel()
+        cancel = await turn.wait_cancel()
+        acp_client.check(
+            "cancel.is-notification",
+            not isinstance(cancel, Request),
+            "session/cancel as a notification (no id)",
+            "session/cancel sent as a request",
+        )
+        acp_client.check("cancel.client-may", True, "the client can cancel a running turn", "")
+        await turn.say("Stopping.")
+        late = await turn.request_permission(await turn.tool_call("Edit d.txt"))
+        acp_client.check(
+            "perm.late-request-after-cancel",
+            late.kind == "cancelled",
+            "a permission request arriving after session/cancel answered cancelled at once",
+            late.describe(),
+        )
+        await turn.tool_update(running, "in_progress")  # late tool call updates are still accepted
+        await turn.end("cancelled")
+        await manual_check(acp_client, "cancel.client-marks-tools",
+                           "Did the editor show the 'Long refactoring' tool call as cancelled?")

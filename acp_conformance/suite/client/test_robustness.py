@@ -1,0 +1,215 @@
+"""Robustness: odd but legal (or merely unexpected) agent behaviour must not break the client.
+
+After each provocation the agent asks for permission: the client must still
+answer that next request, validly.  A client that crashes, hangs or stops
+answering fails ``jsonrpc.every-request-answered`` (or the clause named).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+
+from acp_conformance.agent_endpoint import AgentSetup, PermissionAnswer, PromptTurn
+from acp_conformance.client_harness import ClientHarness
+from acp_conformance.core.events import Response
+from acp_conformance.errors import PeerError
+from acp_conformance.suite.client._support import advertised, first_turn, probe_path, require
+
+pytestmark = pytest.mark.anyio
+
+
+async def _baseline(turn: PromptTurn) -> PermissionAnswer:
+    """A permission round trip before the provocation.  It sets what "answering normally" means for this
+    client (a valid outcome, or, for a client that does not implement permission at all, the same error;
+    that is judged on perm.response.shape, not here).  A client that never answers even this is judged on
+    jsonrpc.every-request-answered by the wait itself."""
+    return await turn.request_permission(await turn.tool_call("Edit before.txt"))
+
+
+def _same_kind(before: PermissionAnswer, after: PermissionAnswer) -> bool:
+    return after.response is not None and (after.kind == "error") == (before.kind == "error")
+
+
+async def _still_answers(
+    acp: ClientHarness, turn: PromptTurn, clause: str, after: str, baseline: PermissionAnswer
+) -> PermissionAnswer | None:
+    """Ask for permission again; judge ``clause`` on whether it is answered as the baseline was."""
+    try:
+        answer = await turn.request_permission(await turn.tool_call("Edit after.txt"))
+    except PeerError as exc:
+        acp.check(clause, False, f"the client to keep answering requests after {after}", exc.message)
+        return None
+    acp.check(
+        clause,
+        _same_kind(baseline, answer),
+        f"the client to keep answering requests after {after} as before ({baseline.describe()})",
+        answer.describe(),
+    )
+    return answer
+
+
+@pytest.mark.clause("jsonrpc.every-request-answered")
+async def test_unknown_update_kinds_sessions_and_tool_calls(acp_client: ClientHarness) -> None:
+    """A session/update of an unknown kind, a tool_call_update for a toolCallId never announced, and updates
+    for a session that does not exist: the client ignores them and still answers the next request."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        baseline = await _baseline(turn)
+        await turn.say("Before the odd updates.")
+        await turn.update(
+            {"sessionUpdate": "acp_conformance_future_kind", "content": {"type": "text", "text": "?"}, "level": 3},
+            validate=False,
+        )
+        await turn.update({"sessionUpdate": "tool_call_update", "toolCallId": "never-announced-42",
+                           "status": "completed"})
+        await turn.update(
+            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "for nobody"}},
+            session_id="sess-that-does-not-exist",
+        )
+        await _still_answers(acp_client, turn, "jsonrpc.every-request-answered",
+                             "unknown update kinds, tool calls and sessions", baseline)
+        await turn.end()
+
+
+@pytest.mark.clause("ext.meta.everywhere", "ext.meta.no-assumptions", "cap.custom-meta")
+async def test_meta_everywhere(acp_client: ClientHarness) -> None:
+    """``_meta`` on the initialize result, the capabilities, the session, every update, content block and
+    request, with values the client cannot know: it accepts them all and behaves as without."""
+    require(acp_client, "prompt")
+    async with acp_client.connect(AgentSetup(meta=True)) as conn:
+        turn = await first_turn(acp_client, conn)
+        conn.agent.setup.meta = False  # the baseline request carries no _meta
+        baseline = await _baseline(turn)
+        conn.agent.setup.meta = True
+        await turn.say("Hello with _meta.")
+        answer = await _still_answers(acp_client, turn, "ext.meta.everywhere", "requests carrying _meta", baseline)
+        acp_client.check(
+            "cap.custom-meta",
+            answer is not None,
+            "unknown keys under the capabilities' _meta accepted (the session went on)",
+            "the client stopped",
+        )
+        if advertised(conn, "fs.readTextFile"):
+            probe = probe_path(conn, turn, "acp-meta-probe.txt")
+            probe.write_text("meta\n", "utf-8")
+            conn.agent.setup.meta = False
+            plain = await turn.read_text_file(str(probe))
+            conn.agent.setup.meta = True
+            with_meta = await turn.read_text_file(str(probe))
+            acp_client.check(
+                "ext.meta.everywhere",
+                with_meta.is_error == plain.is_error and with_meta.result == plain.result,
+                "fs/read_text_file with _meta in its params served as without it "
+                f"({'error' if plain.is_error else 'result'} {plain.error if plain.is_error else plain.result!r})",
+                f"error {with_meta.error!r}" if with_meta.is_error else f"result {with_meta.result!r}",
+            )
+        acp_client.check(
+            "ext.meta.no-assumptions",
+            answer is not None and answer.kind == baseline.kind,
+            f"the same answer as without _meta ({baseline.describe()}), whatever values it holds",
+            answer.describe() if answer else "no answer",
+        )
+        await turn.end()
+
+
+@pytest.mark.clause("ext.notification.ignore", "jsonrpc.notification-no-response")
+async def test_unknown_extension_notifications(acp_client: ClientHarness) -> None:
+    """Unknown ``_`` notifications are ignored: never answered, and the session goes on."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        baseline = await _baseline(turn)
+        start = len(conn.peer.events)
+        for i in range(3):
+            await conn.peer.notify("_acp_conformance/unknown_notification", {"n": i, "_meta": {"x": [1, 2]}})
+        await _still_answers(acp_client, turn, "ext.notification.ignore", "unknown extension notifications", baseline)
+        stray = [e for e in conn.peer.events[start:] if isinstance(e, Response) and e.method is None]
+        acp_client.check(
+            "jsonrpc.notification-no-response",
+            not stray,
+            "no response to the notifications",
+            f"{len(stray)} response(s) with no matching request, e.g. {stray[0].raw[:120]!r}" if stray else "",
+        )
+        await turn.end()
+
+
+@pytest.mark.clause("jsonrpc.id-spaces-independent")
+async def test_stray_responses_and_shared_ids(acp_client: ClientHarness) -> None:
+    """A response to an id the client never used, a second response to its initialize, and a request whose id
+    equals the client's pending session/prompt id: the client keeps its id spaces apart and goes on."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        baseline = await _baseline(turn)
+        init = conn.agent.init_request
+        await conn.peer.send_raw(b'{"jsonrpc":"2.0","id":"never-sent-by-the-client-9","result":{}}\n')
+        if init is not None:
+            again: dict[str, Any] = {"jsonrpc": "2.0", "id": init.id, "result": AgentSetup().initialize_result()}
+            await conn.peer.send_raw(orjson.dumps(again) + b"\n")
+        # Our request id = the client's own pending session/prompt id (same value and type).
+        await turn.tool_call("Shared id")
+        try:
+            params = {
+                "sessionId": turn.session_id,
+                "toolCall": {"toolCallId": "shared-id", "title": "Shared id", "status": "pending"},
+                "options": [{"optionId": "ok-1", "name": "OK", "kind": "allow_once"},
+                            {"optionId": "no-1", "name": "No", "kind": "reject_once"}],
+            }
+            resp = await conn.peer.call("session/request_permission", params, id=turn.request.id)
+        except PeerError as exc:
+            acp_client.check("jsonrpc.id-spaces-independent", False,
+                             "an answer to our request that reuses the id of the client's own pending request",
+                             exc.message)
+            return
+        acp_client.check(
+            "jsonrpc.id-spaces-independent",
+            resp.is_error == (baseline.kind == "error") and not turn.answered,
+            "an answer (as to any permission request: " + baseline.describe() + ") to our request carrying the "
+            "id of the client's own pending session/prompt",
+            f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}",
+        )
+        await _still_answers(acp_client, turn, "jsonrpc.id-spaces-independent", "stray responses", baseline)
+        await turn.end()
+
+
+@pytest.mark.clause("transport.stdio.stderr-logs")
+async def test_stderr_flood(acp_client: ClientHarness) -> None:
+    """The agent writes 2 MiB to stderr, protocol-looking lines included: the client keeps draining it,
+    never parses it, and answers the next request."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        baseline = await _baseline(turn)
+        line = b'{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}} log line ' + b"x" * 100 + b"\n"
+        chunk = line * (64 * 1024 // len(line) + 1)
+        written = 0
+        done = anyio.Event()
+
+        async def flood() -> None:
+            nonlocal written
+            for _ in range(32):
+                await conn.relay.write_stderr(chunk)  # blocks, like a real agent, while nobody reads
+                written += len(chunk)
+            done.set()
+
+        # In a task: a send cancelled half-way would cut a control frame.
+        conn.peer.start_soon(flood)
+        with anyio.move_on_after(acp_client.config.timeout):
+            await done.wait()
+        if not done.is_set():
+            acp_client.check(
+                "transport.stdio.stderr-logs",
+                False,
+                "the client to keep draining the agent's stderr",
+                f"the agent blocked writing stderr: {written} of {32 * len(chunk)} bytes taken after "
+                f"{acp_client.config.timeout:g} s",
+            )
+            return
+        await _still_answers(acp_client, turn, "transport.stdio.stderr-logs", "a 2 MiB stderr flood", baseline)
+        await turn.end()
+

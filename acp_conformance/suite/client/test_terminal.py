@@ -1,0 +1,251 @@
+"""terminal/*: a client advertising terminal runs real commands and manages their lifecycle."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from acp_conformance.agent_endpoint import PromptTurn
+from acp_conformance.client_harness import ClientConnection, ClientHarness
+from acp_conformance.core.events import Response
+from acp_conformance.core.jsonrpc import id_key
+from acp_conformance.suite.client._support import (
+    advertised,
+    first_turn,
+    inconclusive,
+    not_applicable,
+    probe_path,
+    require,
+    session_dir,
+)
+
+pytestmark = pytest.mark.anyio
+
+#: Seconds a long-running probe command lasts; every check finishes well before.
+LONG = 60
+
+
+async def _terminal_turn(acp: ClientHarness, conn: ClientConnection) -> PromptTurn:
+    turn = await first_turn(acp, conn)
+    if not advertised(conn, "terminal"):
+        await turn.end()
+        not_applicable("the client does not advertise the terminal capability")
+    return turn
+
+
+def _tid(resp: Response) -> Any:
+    return resp.result.get("terminalId") if isinstance(resp.result, dict) else None
+
+
+def _exit_status_ok(status: Any) -> bool:
+    if not isinstance(status, dict):
+        return False
+    code, sig = status.get("exitCode"), status.get("signal")
+    code_ok = code is None or (isinstance(code, int) and not isinstance(code, bool) and code >= 0)
+    return code_ok and (sig is None or isinstance(sig, str))
+
+
+@pytest.mark.clause("term.wait", "term.output.shape", "term.exit-status.shape", "term.release.invalidates")
+async def test_terminal_runs_a_command(acp_client: ClientHarness) -> None:
+    """create -> wait_for_exit (exit code 3) -> output ("hello", exitStatus) -> release -> the id is gone."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await _terminal_turn(acp_client, conn)
+        cwd = str(session_dir(conn, turn))
+        created = await turn.create_terminal("sh", ["-c", "printf 'hello\\n'; exit 3"], cwd=cwd)
+        tid = _tid(created)
+        acp_client.check("term.wait", tid is not None, "terminal/create to answer with a terminalId",
+                         f"error {created.error!r}" if created.is_error else f"result {created.result!r}")
+        waited = await turn.terminal("wait_for_exit", tid)
+        status = waited.result if isinstance(waited.result, dict) else None
+        acp_client.check(
+            "term.exit-status.shape",
+            _exit_status_ok(status),
+            "exitCode a non-negative integer or null and signal a string or null",
+            f"error {waited.error!r}" if waited.is_error else f"result {waited.result!r}",
+        )
+        acp_client.check(
+            "term.wait",
+            status is not None and status.get("exitCode") == 3,
+            "wait_for_exit to return once the command exited, with its exit code 3",
+            f"result {waited.result!r}",
+        )
+        out = await turn.terminal("output", tid)
+        result = out.result if isinstance(out.result, dict) else {}
+        acp_client.check(
+            "term.output.shape",
+            result.get("output") == "hello\n" and result.get("truncated") is False
+            and isinstance(result.get("exitStatus"), dict) and result["exitStatus"].get("exitCode") == 3,
+            'output "hello\\n", truncated false and the exitStatus of the exited command',
+            f"error {out.error!r}" if out.is_error else f"result {out.result!r}",
+        )
+        released = await turn.terminal("release", tid)
+        acp_client.check("term.release.invalidates", not released.is_error, "terminal/release to succeed",
+                         f"error {released.error!r}")
+        for method in ("output", "wait_for_exit"):
+            after = await turn.terminal(method, tid)
+            acp_client.check(
+                "term.release.invalidates",
+                after.is_error,
+                f"terminal/{method} on a released terminalId to be rejected with an error",
+                f"result {after.result!r}",
+            )
+        await turn.end()
+
+
+@pytest.mark.clause("term.create.immediate", "term.output.shape", "term.kill.keeps-id")
+async def test_terminal_kill_keeps_the_id(acp_client: ClientHarness) -> None:
+    """A long command: create answers at once; output has no exitStatus yet; kill stops it and the id still
+    works for output and wait_for_exit."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await _terminal_turn(acp_client, conn)
+        limit = min(acp_client.config.timeout, 10.0)
+        params = {"sessionId": turn.session_id, "command": "sh", "args": ["-c", f"echo started; sleep {LONG}"]}
+        rid = await conn.peer.send_request("terminal/create", params)
+        created = await _response_within(conn, rid, limit)
+        tid = _tid(created) if created is not None else None
+        acp_client.check(
+            "term.create.immediate",
+            tid is not None,
+            f"a terminalId within {limit:g} s for a command that runs {LONG} s",
+            "no answer in time (does it wait for the command to finish?)" if created is None
+            else f"error {created.error!r}" if created.is_error else f"result {created.result!r}",
+        )
+        out = await turn.terminal("output", tid)
+        result = out.result if isinstance(out.result, dict) else {}
+        acp_client.check(
+            "term.output.shape",
+            not out.is_error and isinstance(result.get("output"), str) and isinstance(result.get("truncated"), bool)
+            and result.get("exitStatus") is None,
+            "output and truncated, and no exitStatus while the command is still running",
+            f"error {out.error!r}" if out.is_error else f"result {out.result!r}",
+        )
+        killed = await turn.terminal("kill", tid)
+        acp_client.check("term.kill.keeps-id", not killed.is_error, "terminal/kill to succeed",
+                         f"error {killed.error!r}")
+        waited = await turn.terminal("wait_for_exit", tid, timeout=limit)
+        acp_client.check(
+            "term.kill.keeps-id",
+            not waited.is_error and _exit_status_ok(waited.result),
+            "wait_for_exit on the killed terminal to return its exit status",
+            f"error {waited.error!r}" if waited.is_error else f"result {waited.result!r}",
+        )
+        after = await turn.terminal("output", tid)
+        acp_client.check(
+            "term.kill.keeps-id",
+            not after.is_error,
+            "terminal/output to still accept the killed terminal's id",
+            f"error {after.error!r}",
+        )
+        await turn.terminal("release", tid)
+        await turn.end()
+
+
+async def _response_within(conn: ClientConnection, rid: Any, limit: float) -> Response | None:
+    """The response to our request ``rid``, or None after ``limit`` s (a late answer is no missing one)."""
+    key = id_key(rid)
+    with anyio.move_on_after(limit):
+        while True:
+            for e in conn.peer.events:
+                if isinstance(e, Response) and id_key(e.id) == key and e.method is not None:
+                    return e
+            if conn.peer.closed.is_set():
+                return None
+            await conn.peer.quiet_for(limit, lambda e: isinstance(e, Response), start=len(conn.peer.events))
+    return None
+
+
+async def _wait_for_file(path: Path, limit: float) -> str | None:
+    with anyio.move_on_after(limit):
+        while True:
+            if path.is_file():
+                text = path.read_text().strip()
+                if text:
+                    return text
+            await anyio.sleep(0.05)  # polling a file the command writes: no event to wait on
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+    return state != "Z"
+
+
+@pytest.mark.clause("term.release.kills")
+async def test_release_kills_a_running_command(acp_client: ClientHarness) -> None:
+    """Releasing a terminal whose command still runs kills the command (checked by its pid)."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await _terminal_turn(acp_client, conn)
+        pidfile = probe_path(conn, turn, "acp-term.pid")
+        script = f"echo $$ > {pidfile}; exec sleep {LONG}"
+        params = {"sessionId": turn.session_id, "command": "sh", "args": ["-c", script]}
+        rid = await conn.peer.send_request("terminal/create", params)
+        created = await _response_within(conn, rid, acp_client.config.timeout)
+        tid = _tid(created) if created is not None else None
+        pid_text = await _wait_for_file(pidfile, acp_client.config.timeout)
+        if tid is None or pid_text is None or not pid_text.isdigit():
+            await turn.end()
+            got = (created.result or created.error) if created is not None else "no answer in time"
+            inconclusive(f"the command did not start (terminal/create: {got!r})")
+        pid = int(pid_text)
+        await turn.terminal("release", tid)
+        with anyio.move_on_after(acp_client.config.timeout):
+            while _alive(pid):
+                await anyio.sleep(0.05)  # polling /proc: there is no event for another process's death
+        alive = _alive(pid)
+        if alive:
+            os.kill(pid, 9)
+        acp_client.check(
+            "term.release.kills",
+            not alive,
+            "terminal/release to kill the still-running command",
+            f"pid {pid} was still running {acp_client.config.timeout:g} s after the release",
+        )
+        await turn.end()
+
+
+@pytest.mark.clause("term.output.truncate-head", "term.output.char-boundary")
+async def test_output_byte_limit_keeps_the_tail(acp_client: ClientHarness) -> None:
+    """outputByteLimit cuts from the front, never inside a UTF-8 character, and sets truncated."""
+    require(acp_client, "prompt")
+    text = "start-" + "€" * 10 + "-end"  # € is 3 bytes: a cut at 11 bytes falls inside one
+    data = text.encode()
+    limit = 11
+    async with acp_client.connect() as conn:
+        turn = await _terminal_turn(acp_client, conn)
+        created = await turn.create_terminal("sh", ["-c", 'printf %s "$1"', "sh", text], output_byte_limit=limit)
+        tid = _tid(created)
+        await turn.terminal("wait_for_exit", tid)
+        out = await turn.terminal("output", tid)
+        result = out.result if isinstance(out.result, dict) else {}
+        got = result.get("output")
+        got_bytes = got.encode("utf-8", "surrogatepass") if isinstance(got, str) else b""
+        # A split character may have become U+FFFD: that is judged on char-boundary, not here.
+        core = got.lstrip("\ufffd").encode("utf-8", "surrogatepass") if isinstance(got, str) else b""
+        acp_client.check(
+            "term.output.truncate-head",
+            result.get("truncated") is True and data.endswith(core) and limit - 3 <= len(core) <= limit,
+            f"the last (at most {limit}) bytes of the output, and truncated true",
+            f"error {out.error!r}" if out.is_error else f"output {got!r}, truncated {result.get('truncated')!r}",
+        )
+        acp_client.check(
+            "term.output.char-boundary",
+            isinstance(got, str) and "\ufffd" not in got and got_bytes in data and len(got_bytes) <= limit,
+            "the kept tail to start on a character boundary (no broken or replacement characters)",
+            f"output {got!r}",
+        )
+        await turn.terminal("release", tid)
+        await turn.end()

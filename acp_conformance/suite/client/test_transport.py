@@ -1,0 +1,97 @@
+"""What the client writes on the agent's stdin, and answering every agent request exactly once."""
+
+from __future__ import annotations
+
+import pytest
+
+from acp_conformance.client_harness import ClientHarness
+from acp_conformance.errors import PeerTimeout
+from acp_conformance.results import Status
+from acp_conformance.suite.client._support import first_turn, require
+
+pytestmark = pytest.mark.anyio
+
+METHOD_NOT_FOUND = -32601
+
+
+@pytest.mark.clause(
+    "transport.utf8",
+    "transport.stdio.newline-delimited",
+    "transport.stdio.one-message-per-line",
+    "transport.stdio.stdin-clean",
+    "jsonrpc.version-field",
+    "schema.valid",
+)
+async def test_stdin_carries_only_protocol(acp_client: ClientHarness) -> None:
+    """A whole turn with non-ASCII text and a permission round trip: every line the client writes on the
+    agent's stdin is one UTF-8 JSON-RPC 2.0 message that validates against the schema."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        await turn.say("héllo ✓ 日本 — multi\nline")
+        tcid = await turn.tool_call("Touch ünïcødé.txt")
+        await turn.request_permission(tcid)
+        await turn.tool_update(tcid, "completed")
+        await conn.agent.barrier()
+        await turn.end()
+        # Whatever the client writes after the turn (until it exits or stops) is on the record too.
+        await conn.peer.quiet_for(0.3, lambda e: False)
+
+
+@pytest.mark.clause(
+    "jsonrpc.every-request-answered",
+    "jsonrpc.response-id-echo",
+    "jsonrpc.result-xor-error",
+    "jsonrpc.error-object",
+    "jsonrpc.unknown-method",
+    "jsonrpc.id-types",
+    "ext.request.respond",
+    "ext.request.unknown",
+)
+async def test_every_agent_request_is_answered_once(acp_client: ClientHarness) -> None:
+    """Unknown extension requests with integer and string ids get exactly one answer each: -32601."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        answered: dict[str, bool] = {}
+        for rid in (None, "acp-string-id-1", 424242):
+            kind = f"{'string' if isinstance(rid, str) else 'integer'} id {rid if rid is not None else '(ours)'}"
+            try:
+                resp = await conn.peer.call("_acp_conformance/unknown_request", {"probe": True}, id=rid)
+            except PeerTimeout:
+                answered[kind] = False
+                continue
+            answered[kind] = True
+            err = resp.error if isinstance(resp.error, dict) else {}
+            got = f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}"
+            acp_client.check(
+                "ext.request.unknown",
+                resp.is_error and err.get("code") == METHOD_NOT_FOUND,
+                "error -32601 for an unrecognised extension request",
+                got,
+            )
+            acp_client.check(
+                "jsonrpc.unknown-method",
+                resp.is_error and err.get("code") == METHOD_NOT_FOUND,
+                "error -32601 (method not found) for a method the client does not implement",
+                got,
+            )
+        missing = [k for k, ok in answered.items() if not ok]
+        if not any(answered.values()):
+            acp_client.record("jsonrpc.id-types", Status.INCONCLUSIVE, "no extension request was answered at all")
+        else:
+            acp_client.check(
+                "jsonrpc.id-types",
+                not missing,
+                "requests with string and integer ids answered alike",
+                f"answered: {[k for k, ok in answered.items() if ok]}; never answered: {missing}",
+            )
+        acp_client.check(
+            "ext.request.respond",
+            any(answered.values()),
+            "a response (with the request's id) to each extension request",
+            f"no answer within {acp_client.config.timeout:g} s to any of them",
+        )
+        # A second answer to any of them would show up by now (judged: jsonrpc.no-duplicate-response).
+        await conn.agent.barrier()
+        await turn.end()
