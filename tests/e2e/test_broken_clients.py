@@ -1,0 +1,262 @@
+"""Every client clause check is proven: it FAILs (or WARNs) against a client that breaks exactly that
+clause, and the reference client is conformant, serially and under xdist.
+
+Each case runs the client suite in a subprocess against one broken client
+(tests/peers/broken_clients.py, driven by the bundled mock-client profile) and
+compares the set of findings with what the breakage declares.
+
+``ACP_PROOF=full`` (the default) runs the *whole* suite per broken client and
+requires the FAIL/WARN set to equal ``{breaks} | also`` exactly.
+``ACP_PROOF=targeted`` (what ``./run test`` uses, to keep CI fast on two
+cores) runs only the tests bound to ``{breaks} | also``: the target must get
+its status and nothing outside the declared set may be flagged.  The
+reference client always gets the whole suite, serially and under xdist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from acp_conformance.suite_bindings import bindings
+from tests.e2e._suite_run import ROOT, SuiteRun, live_processes_matching
+
+sys.path.insert(0, str(ROOT / "tests" / "peers"))
+from broken_clients import BREAKAGES
+
+BROKEN = ROOT / "tests" / "peers" / "broken_clients.py"
+
+PY = sys.executable
+ARGS = "{permission} --caps fs,terminal --agent {agent} --prompt {prompt} --quiet"
+REFERENCE = f"{PY} -m mock_client {ARGS}"
+
+#: Client clauses bound to a check that no broken client can violate alone, and why.
+KNOWN_UNPROVEN = {
+    "cancel.client-may": "MAY: a client that cannot cancel is NOT_APPLICABLE (no cancel action), never a FAIL",
+    "jsonrpc.bidirectional": "a client that cannot answer during its own pending prompt fails the permission "
+    "tests first (jsonrpc.every-request-answered)",
+    "ext.meta.no-assumptions": "needs a client that behaves differently on _meta values it did not define; "
+    "the check is a PASS-only observation today",
+    "cap.custom-meta": "unknown _meta keys in capabilities only matter if the client reads them",
+    "transport.stdio.subprocess": "MAY; the harness itself only connects to a relay the client launched",
+}
+
+
+def processes_under(path: Path) -> list[str]:
+    """Live processes whose command line mentions ``path`` or whose working directory is below it."""
+    root = str(path.resolve())
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if state != "Z" and (root in cmd or cwd == root or cwd.startswith(root + "/")):
+            out.append(f"{entry.name}: {cmd} (cwd {cwd})")
+    return out
+
+
+def run_client_suite(client: str, tmp: Path, *extra: str, timeout: float = 600) -> SuiteRun:
+    """``pytest --acp-client=CLIENT --acp-client-profile=mock-client`` in a fresh directory."""
+    report = tmp / "report.json"
+    env = dict(os.environ)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    proc = subprocess.run(
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--acp-client={client}",
+         "--acp-client-profile=mock-client", f"--acp-report-json={report}", f"--basetemp={tmp / 'bt'}", *extra],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if not report.is_file():
+        pytest.fail(f"no report written (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return SuiteRun(proc.returncode, proc.stdout, json.loads(report.read_text()))
+
+
+@pytest.mark.parametrize("name", sorted(BREAKAGES))
+def test_broken_client_fails_exactly_its_clause(name: str, tmp_path: Path) -> None:
+    b = BREAKAGES[name]
+    declared = {b.breaks} | b.also
+    targeted = os.environ.get("ACP_PROOF", "full") == "targeted"
+    select = [f"--acp-clause={cid}" for cid in sorted(declared)] if targeted else []
+    run = run_client_suite(
+        f"{PY} {BROKEN} {name} {ARGS}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=10", *select
+    )
+    findings = run.with_status("FAIL", "WARN")
+    assert run.statuses()[b.breaks] == b.status, run.stdout[-3000:]
+    if targeted:
+        assert findings <= declared, f"{name}: undeclared findings {sorted(findings - declared)}\n{run.stdout[-3000:]}"
+        assert not run.report["verdict"]["conformant"]  # a partial run never is
+    else:
+        assert findings == declared, (
+            f"{name}: expected findings {sorted(declared)}, got {sorted(findings)}\n{run.stdout[-3000:]}"
+        )
+        conformant = run.report["verdict"]["conformant"]
+        assert conformant == (b.status != "FAIL" and not (b.also & run.with_status("FAIL")))
+        assert (run.returncode == 0) == conformant
+    assert run.report["peer"]["role"] == "client"
+    assert not live_processes_matching(f"{BROKEN} {name}"), "the suite left client processes running"
+    assert not processes_under(tmp_path), "the suite left processes running"
+
+
+def test_reference_client_is_conformant_serially_and_under_xdist(tmp_path: Path) -> None:
+    (tmp_path / "serial").mkdir()
+    (tmp_path / "xdist").mkdir()
+    serial = run_client_suite(REFERENCE, tmp_path / "serial")
+    parallel = run_client_suite(REFERENCE, tmp_path / "xdist", "-n", "2")
+    for run in (serial, parallel):
+        assert run.report["verdict"]["conformant"], run.stdout[-3000:]
+        assert run.returncode == 0
+        assert "ACP verdict: CONFORMANT" in run.stdout
+        assert not run.with_status("FAIL", "WARN"), run.stdout[-3000:]
+        assert run.report["peer"]["role"] == "client"
+        assert run.report["peer"]["info"]["name"] == "acp-conformance-mock-client"
+    assert serial.statuses() == parallel.statuses()
+    passed = [c for c in serial.report["clauses"] if c["status"] == "PASS"]
+    assert passed and all(c["tests"] for c in passed), "a PASS without any test behind it"
+    assert not processes_under(tmp_path), "a client or relay agent outlived the run"
+
+
+def test_every_client_check_is_proven_by_a_broken_client() -> None:
+    """Every clause a client test is bound to is broken by some broken client (or listed with the reason)."""
+    from acp_conformance.clauses import registry
+
+    proven = {b.breaks for b in BREAKAGES.values()} | {c for b in BREAKAGES.values() for c in b.also}
+    # Clauses only a person can judge (manual mode) are not provable by a broken client.
+    bound = {cid for cid in bindings("client") if not registry().get(cid).untestable}
+    unproven = sorted(bound - proven)
+    assert unproven == sorted(KNOWN_UNPROVEN), (
+        f"newly unproven: {sorted(set(unproven) - set(KNOWN_UNPROVEN))}; "
+        f"now proven (remove from KNOWN_UNPROVEN): {sorted(set(KNOWN_UNPROVEN) - set(unproven))}"
+    )
+    assert all(b.breaks in bound or b.breaks in _passive() for b in BREAKAGES.values())
+
+
+def _passive() -> set[str]:
+    from acp_conformance.suite_bindings import passive_clauses
+
+    return passive_clauses("client")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--acp-client=python -m mock_client --prompt hi"], "has no {agent} placeholder"),
+        (["--acp-client=no-such-client-xyz --agent {agent}"], "not found on PATH"),
+        (["--acp-client=/nonexistent/client {agent}"], "does not exist"),
+        ([f"--acp-client={REFERENCE}", "--acp-client-profile=no-such-profile"], "not a bundled profile"),
+        ([f"--acp-client={REFERENCE}", "--acp-client-env=NOEQUALS"], "KEY=VALUE"),
+        ([f"--acp-client={REFERENCE}", "--acp-client-control=http://x"], "must be unix:"),
+        ([f"--acp-client={REFERENCE}", f"--acp-agent={PY} -m mock_agent"], "not both"),
+    ],
+)
+def test_bad_input_is_a_clear_usage_error(tmp_path: Path, args: list[str], message: str) -> None:
+    env = dict(os.environ)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    proc = subprocess.run(
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 4, output
+    assert message in output
+    assert "Traceback" not in output
+
+
+def test_bad_profile_names_file_line_and_key(tmp_path: Path) -> None:
+    profile = tmp_path / "p.toml"
+    profile.write_text('[client]\nname = "x"\n\n[cancel]\nvia = "telepathy"\n')
+    env = dict(os.environ)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    proc = subprocess.run(
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--acp-client={REFERENCE}",
+         f"--acp-client-profile={profile}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 4, output
+    assert f"{profile}:5: cancel.via" in output
+
+
+def test_client_that_never_launches_the_agent_fails_with_its_stderr(tmp_path: Path) -> None:
+    client = f"{PY} -c \"import sys; sys.stderr.write('cannot find config file\\n'); sys.exit(3)\" {{agent}}"
+    run = run_client_suite(client, tmp_path, "--acp-startup-timeout=5")
+    assert not run.report["verdict"]["conformant"] and run.returncode != 0
+    clause = next(c for c in run.report["clauses"] if c["id"] == "init.first")
+    assert clause["status"] == "FAIL"
+    text = " ".join(t.get("evidence", "") + t["message"] for t in clause["tests"])
+    assert "without launching the agent" in text
+    assert "cannot find config file" in text
+
+
+def test_client_that_launches_but_never_initializes_fails(tmp_path: Path) -> None:
+    script = tmp_path / "lazy_client.py"
+    script.write_text(
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
+        "sys.stderr.write('client: waiting for nothing\\n'); sys.stderr.flush()\n"
+        "time.sleep(600)\n"
+    )
+    run = run_client_suite(f"{PY} {script} {{agent_argv}}", tmp_path, "--acp-startup-timeout=2", "-n", "2")
+    clause = next(c for c in run.report["clauses"] if c["id"] == "init.first")
+    assert clause["status"] == "FAIL"
+    text = " ".join(t.get("evidence", "") + t["message"] for t in clause["tests"])
+    assert "sent no initialize" in text and "waiting for nothing" in text
+    assert not live_processes_matching(str(script)), "the lazy client was left running"
+    assert not processes_under(tmp_path), "its relay agent was left running"
+
+
+def test_agent_initiated_mode_with_a_scripted_editor(tmp_path: Path) -> None:
+    """agent-initiated mode: nothing is started; an "editor" (here: a loop launching the reference client
+    with the relay command, as a person would start new threads) connects per test and sends one prompt."""
+    import time
+
+    sock = tmp_path / "c.sock"
+    report = tmp_path / "report.json"
+    env = dict(os.environ)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    env.pop("PYTEST_ADDOPTS", None)
+    suite = subprocess.Popen(
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--acp-client=scripted-editor",
+         "--acp-client-mode=agent-initiated", f"--acp-client-control=unix:{sock}", "--acp-human-timeout=30",
+         f"--acp-report-json={report}", f"--basetemp={tmp_path / 'bt'}"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    relay = f"{PY} -m mock_agent.relay --control unix:{sock} --connect-timeout 2"
+    deadline = time.monotonic() + 600
+    try:
+        while suite.poll() is None and time.monotonic() < deadline:
+            if not sock.exists():
+                time.sleep(0.05)  # polling for the next test's listener, like a person would
+                continue
+            subprocess.run(
+                [PY, "-m", "mock_client", "--agent", relay, "--prompt", "hello", "--quiet", "--caps", "fs,terminal",
+                 "--cwd", str(tmp_path)],
+                cwd=tmp_path, capture_output=True, timeout=120,
+            )
+        out, _ = suite.communicate(timeout=60)
+    finally:
+        if suite.poll() is None:
+            suite.kill()
+            suite.wait()
+    data = json.loads(report.read_text())
+    statuses = {c["id"]: c["status"] for c in data["clauses"]}
+    assert data["verdict"]["conformant"], out[-3000:]
+    assert data["peer"]["role"] == "client" and data["peer"]["mode"] == "agent-initiated"
+    # A person would be needed to cancel or to pick a permission answer: not applicable here.
+    assert statuses["perm.cancelled-on-cancel"] == "NOT_APPLICABLE"
+    assert statuses["perm.response.valid-option"] == "PASS"
+    assert statuses["fs.write.create"] == "PASS" and statuses["term.release.kills"] == "PASS"
+    assert not processes_under(tmp_path)

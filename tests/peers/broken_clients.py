@@ -1,0 +1,767 @@
+"""Broken clients: each one is the reference client with exactly one clause broken.
+
+``python tests/peers/broken_clients.py NAME [mock_client options]`` runs one
+(it takes the same options as ``python -m mock_client``).  ``BREAKAGES``
+says, for each, which clause it breaks, the status the suite must give that
+clause, and any *collateral* clauses the same defect necessarily breaks too
+(with the reason).  ``tests/e2e/test_broken_clients.py`` runs the whole
+client suite against each and asserts that the FAIL and WARN set is exactly
+``{breaks} | also``, so a check that cannot fail, or that fires on the wrong
+clause, is caught.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from acp_conformance.core.events import Notification, Request
+from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
+from acp_conformance.transport.base import Transport
+from acp_conformance.transport.process import ProcessTransport
+from mock_client import MockClient
+from mock_client.cli import main
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ClientBreakage:
+    """One broken client and what the client suite must say about it."""
+
+    client: type[MockClient]
+    breaks: str
+    status: str = "FAIL"
+    also: frozenset[str] = field(default_factory=frozenset)
+    why_also: str = ""
+
+
+class Filtered(MockClient):
+    """Base for clients that damage their frames on the wire: override ``mangle``
+    (return a message to send, bytes to send verbatim, or None to drop)."""
+
+    def mangle(self, msg: Json) -> Any:
+        return msg
+
+    def make_peer(self, transport: Transport) -> Peer:
+        peer = super().make_peer(transport)
+
+        def wire(data: bytes) -> bytes:
+            out = self.mangle(orjson.loads(data))
+            if out is None:
+                return b""
+            if isinstance(out, bytes):
+                return out
+            return orjson.dumps(out) + b"\n"
+
+        peer.wire_filter = wire
+        return peer
+
+
+def _is_ext_request(msg: Json) -> bool:
+    """Our answer to one of the suite's extension requests (-32601, message names the method)."""
+    err = msg.get("error")
+    return "method" not in msg and isinstance(err, dict) and "method not found: _" in str(err.get("message"))
+
+
+# ------------------------------------------------------------------ transport
+class KeepaliveText(MockClient):
+    async def new_session(self) -> str:
+        await self.peer.send_raw(b"keepalive\n")
+        return await super().new_session()
+
+
+class BadUtf8(MockClient):
+    async def new_session(self) -> str:
+        await self.peer.send_raw(b'{"jsonrpc":"2.0","method":"_log","params":{"t":"\xff\xfe"}}\n')
+        return await super().new_session()
+
+
+class Batch(MockClient):
+    async def new_session(self) -> str:
+        await self.peer.send_raw(b'[{"jsonrpc":"2.0","method":"_log","params":{}}]\n')
+        return await super().new_session()
+
+
+class PartialLineAtExit(MockClient):
+    async def run_turn(self, session_id: str, text: str) -> dict[str, Any]:
+        record = await super().run_turn(session_id, text)
+        await self.peer.send_raw(b'{"jsonrpc":"2.0","method":"_bye","params":{}}')
+        return record
+
+
+class WrongJsonrpcVersion(Filtered):
+    def mangle(self, msg: Json) -> Any:
+        if msg.get("method") == "session/new":
+            msg["jsonrpc"] = "1.0"
+        return msg
+
+
+class InvalidContentBlock(MockClient):
+    def prompt_blocks(self, text: str) -> list[Json]:
+        return [{"type": "text", "text": text, "annotations": {"priority": "high"}}]
+
+
+# -------------------------------------------------------------------- jsonrpc
+class StringifiedResponseIds(Filtered):
+    def mangle(self, msg: Json) -> Any:
+        if "method" not in msg and isinstance(msg.get("id"), int):
+            msg["id"] = str(msg["id"])
+        return msg
+
+
+class ResultAndError(Filtered):
+    def mangle(self, msg: Json) -> Any:
+        result = msg.get("result")
+        if "method" not in msg and isinstance(result, dict) and "outcome" in result:
+            msg["error"] = {"code": -32603, "message": "also an error"}
+        return msg
+
+
+class BadErrorObject(Filtered):
+    def mangle(self, msg: Json) -> Any:
+        if _is_ext_request(msg):
+            msg["error"] = {"code": -32601, "message": 42}
+        return msg
+
+
+class ResultForUnknownRequests(MockClient):
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+
+        async def anything(req: Request) -> Any:
+            return {}
+
+        peer.default_handler = anything
+
+
+class IgnoresExtensionRequests(MockClient):
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+
+        async def ignore(req: Request) -> Any:
+            if req.method.startswith("_"):
+                return NO_ANSWER
+            raise HandlerError(-32601, f"method not found: {req.method}")
+
+        peer.default_handler = ignore
+
+
+class IgnoresStringIds(Filtered):
+    def mangle(self, msg: Json) -> Any:
+        if "method" not in msg and isinstance(msg.get("id"), str):
+            return None  # every answer to a string-id request is lost
+        return msg
+
+
+class DuplicatePermissionAnswer(Filtered):
+    def mangle(self, msg: Json) -> Any:
+        result = msg.get("result")
+        if "method" not in msg and isinstance(result, dict) and "outcome" in result:
+            return orjson.dumps(msg) + b"\n" + orjson.dumps(msg) + b"\n"
+        return msg
+
+
+class NeverAnswersPermission(MockClient):
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        return NO_ANSWER
+
+
+# ----------------------------------------------------------------------- init
+class ExtensionRequestFirst(MockClient):
+    async def initialize(self) -> bool:
+        await self.peer.call("_acme/hello", {})
+        return await super().initialize()
+
+
+class VersionZero(MockClient):
+    def initialize_params(self) -> Json:
+        return {**super().initialize_params(), "protocolVersion": 0}
+
+
+class StringVersion(MockClient):
+    def initialize_params(self) -> Json:
+        return {**super().initialize_params(), "protocolVersion": "1"}
+
+
+class ClaimsFsButRefuses(MockClient):
+    async def handle_read(self, req: Request) -> Any:
+        raise HandlerError(-32601, "fs/read_text_file is not implemented")
+
+    async def handle_write(self, req: Request) -> Any:
+        raise HandlerError(-32601, "fs/write_text_file is not implemented")
+
+
+class NoClientInfo(MockClient):
+    def initialize_params(self) -> Json:
+        params = super().initialize_params()
+        del params["clientInfo"]
+        return params
+
+
+class ClientInfoWithoutVersion(MockClient):
+    def initialize_params(self) -> Json:
+        params = super().initialize_params()
+        params["clientInfo"] = {"name": "broken-client"}
+        return params
+
+
+class StringFsFlag(MockClient):
+    def initialize_params(self) -> Json:
+        params = super().initialize_params()
+        params["clientCapabilities"]["fs"]["readTextFile"] = "yes"
+        return params
+
+
+class IgnoresVersion(MockClient):
+    async def initialize(self) -> bool:
+        await super().initialize()
+        self.report["errors"].clear()
+        return True
+
+
+# -------------------------------------------------------------------- session
+class PipelinedSessionNew(MockClient):
+    async def initialize(self) -> bool:
+        init_id = await self.peer.send_request("initialize", self.initialize_params())
+        new_id = await self.peer.send_request("session/new", self.session_params())
+        init = await self.peer.wait_response(init_id, method="initialize")
+        self.endpoint.init_result = init.result if isinstance(init.result, dict) else {}
+        new = await self.peer.wait_response(new_id, method="session/new")
+        self._pipelined = new.result["sessionId"] if isinstance(new.result, dict) else ""
+        if self.endpoint.init_result.get("protocolVersion") != 1:
+            self.fail("the agent answered another protocol version: disconnecting")
+            return False
+        return True
+
+    async def new_session(self) -> str:
+        self.session_id = self._pipelined
+        self.endpoint.sessions[self._pipelined] = {}
+        return self._pipelined
+
+
+class NoMcpServers(MockClient):
+    def session_params(self) -> Json:
+        return {"cwd": self.cwd}
+
+
+class RelativeCwd(MockClient):
+    def session_params(self) -> Json:
+        return {"cwd": ".", "mcpServers": []}
+
+
+class HttpMcpServer(MockClient):
+    def session_params(self) -> Json:
+        server = {"type": "http", "name": "docs", "url": "http://127.0.0.1:9/mcp", "headers": []}
+        return {"cwd": self.cwd, "mcpServers": [server]}
+
+
+class RelativeMcpCommand(MockClient):
+    def session_params(self) -> Json:
+        server = {"name": "files", "command": "mcp-files", "args": [], "env": []}
+        return {"cwd": self.cwd, "mcpServers": [server]}
+
+
+class LoadsUnadvertisedSession(MockClient):
+    async def new_session(self) -> str:
+        await self.peer.call("session/load", {"sessionId": "sess-from-yesterday", "cwd": self.cwd, "mcpServers": []})
+        return await super().new_session()
+
+
+class CallsUnadvertised(MockClient):
+    """Sends one session method the agent did not advertise, right after session/new."""
+
+    method = ""
+
+    def unadvertised_params(self, session_id: str) -> Json:
+        return {"sessionId": session_id}
+
+    async def new_session(self) -> str:
+        sid = await super().new_session()
+        await self.peer.call(self.method, self.unadvertised_params(sid))
+        return sid
+
+
+class ListsUnadvertised(CallsUnadvertised):
+    method = "session/list"
+
+    def unadvertised_params(self, session_id: str) -> Json:
+        return {}
+
+
+class ResumesUnadvertised(CallsUnadvertised):
+    method = "session/resume"
+
+    def unadvertised_params(self, session_id: str) -> Json:
+        return {"sessionId": session_id, "cwd": self.cwd, "mcpServers": []}
+
+
+class ClosesUnadvertised(CallsUnadvertised):
+    method = "session/close"
+
+
+class DeletesUnadvertised(CallsUnadvertised):
+    method = "session/delete"
+
+
+class LogsOutUnadvertised(CallsUnadvertised):
+    method = "logout"
+
+    def unadvertised_params(self, session_id: str) -> Json:
+        return {}
+
+
+class PromptsUnknownSession(MockClient):
+    async def run_turn(self, session_id: str, text: str) -> dict[str, Any]:
+        return await super().run_turn("sess-made-up", text)
+
+
+class PromptNotArray(Filtered):
+    def mangle(self, msg: Json) -> Any:
+        if msg.get("method") == "session/prompt":
+            msg["params"]["prompt"] = msg["params"]["prompt"][0]
+        return msg
+
+
+class ImageWithoutCapability(MockClient):
+    def prompt_blocks(self, text: str) -> list[Json]:
+        return [*super().prompt_blocks(text), {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}]
+
+
+class AudioWithoutCapability(MockClient):
+    def prompt_blocks(self, text: str) -> list[Json]:
+        return [*super().prompt_blocks(text), {"type": "audio", "mimeType": "audio/wav", "data": "UklGRg=="}]
+
+
+class ResourceWithoutCapability(MockClient):
+    def prompt_blocks(self, text: str) -> list[Json]:
+        resource = {"type": "resource", "resource": {"uri": "file:///tmp/notes.txt", "text": "notes"}}
+        return [*super().prompt_blocks(text), resource]
+
+
+# ------------------------------------------------------------------------ fs
+class WrongReadContent(MockClient):
+    async def handle_read(self, req: Request) -> Any:
+        result = await super().handle_read(req)
+        p = req.params if isinstance(req.params, dict) else {}
+        if "line" not in p and "limit" not in p:
+            result["content"] = result["content"].replace("\n", "\r\n")
+        return result
+
+
+class IgnoresLineLimit(MockClient):
+    async def handle_read(self, req: Request) -> Any:
+        p = dict(req.params) if isinstance(req.params, dict) else {}
+        p.pop("line", None)
+        p.pop("limit", None)
+        return await super().handle_read(Request(req.id, req.method, p, req.raw, req.index))
+
+
+class EmptyReadForMissing(MockClient):
+    async def handle_read(self, req: Request) -> Any:
+        p = req.params if isinstance(req.params, dict) else {}
+        if isinstance(p.get("path"), str) and not os.path.exists(p["path"]):
+            return {"content": ""}
+        return await super().handle_read(req)
+
+
+class WriteNotPerformed(MockClient):
+    async def handle_write(self, req: Request) -> Any:
+        return {}
+
+
+class WriteReturnsString(MockClient):
+    async def handle_write(self, req: Request) -> Any:
+        await super().handle_write(req)
+        return "ok"
+
+
+# ---------------------------------------------------------------- permission
+class PermissionError32601(MockClient):
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        raise HandlerError(-32601, "Method not found: session/request_permission")
+
+
+class CancelledWithoutCancel(MockClient):
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        if self.session_id in self.endpoint.cancelled_sessions or self.options.permission == "hold":
+            return await default(req)
+        return {"outcome": {"outcome": "cancelled"}}
+
+
+class HardcodedOptionId(MockClient):
+    """Answers with the conventional ids whatever was offered."""
+
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        if self.session_id in self.endpoint.cancelled_sessions or self.options.permission == "hold":
+            return await default(req)
+        option = "reject-once" if self.options.permission.startswith("reject") else "allow-once"
+        return {"outcome": {"outcome": "selected", "optionId": option}}
+
+
+class IgnoresPermissionPolicy(MockClient):
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        if self.session_id in self.endpoint.cancelled_sessions or self.options.permission == "hold":
+            return await default(req)
+        options = req.params.get("options", []) if isinstance(req.params, dict) else []
+        allow = next(o for o in options if str(o.get("kind", "")).startswith("allow"))
+        return {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}
+
+
+class PendingNotCancelled(MockClient):
+    async def answer_pending_permissions(self, session_id: str) -> None:
+        for call in self.endpoint.permission_calls:
+            if call.session_id == session_id and call.outcome is None:
+                options = call.request.params.get("options", []) if isinstance(call.request.params, dict) else []
+                reject = next(o for o in options if str(o.get("kind", "")).startswith("reject"))
+                await self.endpoint.answer_permission(call, {"outcome": "selected", "optionId": reject["optionId"]})
+
+
+class LateRequestNotCancelled(MockClient):
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        if self.session_id in self.endpoint.cancelled_sessions:
+            options = req.params.get("options", []) if isinstance(req.params, dict) else []
+            allow = next(o for o in options if str(o.get("kind", "")).startswith("allow"))
+            return {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}
+        return await default(req)
+
+
+class CancelAsRequest(MockClient):
+    async def send_cancel(self, session_id: str) -> None:
+        await self.peer.send_request("session/cancel", self.cancel_params(session_id), validate=False)
+
+
+# ---------------------------------------------------------------- robustness
+class CrashesOnUnknownUpdate(MockClient):
+    def on_notification(self, note: Notification) -> None:
+        update = note.params.get("update") if isinstance(note.params, dict) else None
+        if isinstance(update, dict) and update.get("sessionUpdate") not in (
+            "agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update",
+            "plan", "available_commands_update", "current_mode_update", "config_option_update",
+            "session_info_update", "usage_update",
+        ):
+            os._exit(70)  # an unhandled "unknown variant" error takes the client down
+        super().on_notification(note)
+
+
+class AnswersNotifications(MockClient):
+    def on_notification(self, note: Notification) -> None:
+        if note.method.startswith("_"):
+            self.peer.start_soon(
+                self.peer.send_raw, b'{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"unknown"}}\n'
+            )
+        super().on_notification(note)
+
+
+class ExitsOnUnknownNotification(MockClient):
+    def on_notification(self, note: Notification) -> None:
+        if note.method.startswith("_acp_conformance/unknown_notification"):
+            os._exit(71)
+        super().on_notification(note)
+
+
+class ConfusesIdSpaces(MockClient):
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        tool_call = req.params.get("toolCall", {}) if isinstance(req.params, dict) else {}
+        if req.id == self.current_turn and tool_call.get("toolCallId") == "shared-id":
+            # "That id is my session/prompt": treats the agent's request as the turn's end.
+            raise HandlerError(-32600, f"id {req.id!r} is already in use")
+        return await default(req)
+
+
+class RejectsMeta(MockClient):
+    async def handle_read(self, req: Request) -> Any:
+        if isinstance(req.params, dict) and "_meta" in req.params:
+            raise HandlerError(-32602, "unexpected field: _meta")
+        return await super().handle_read(req)
+
+
+class StderrNotDrained(MockClient):
+    """Pipes the agent's stderr and never reads it: a chatty agent blocks."""
+
+    def spawn_agent(self) -> AbstractAsyncContextManager[ProcessTransport]:
+        return _spawn_without_stderr_drain(self.options.agent, self.cwd)
+
+
+@asynccontextmanager
+async def _spawn_without_stderr_drain(command: str, cwd: str) -> AsyncIterator[ProcessTransport]:
+    import shlex
+
+    process = await anyio.open_process(
+        shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+        start_new_session=True,
+    )
+    transport = ProcessTransport(process, shlex.split(command), 50)
+    try:
+        yield transport
+    finally:
+        with anyio.CancelScope(shield=True):
+            await transport.terminate(1.0)
+            await process.aclose()
+
+
+# ------------------------------------------------------------------ terminal
+class NoTerminalExitCode(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        result = await super().terminal_call(name, params)
+        if name == "wait_for_exit":
+            return {"exitCode": None, "signal": None}
+        return result
+
+
+class NegativeExitCode(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        result = await super().terminal_call(name, params)
+        if name == "wait_for_exit" and isinstance(result.get("exitCode"), int):
+            return {"exitCode": -result["exitCode"] or -1, "signal": None}
+        return result
+
+
+class ExitStatusWhileRunning(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        result = await super().terminal_call(name, params)
+        if name == "output" and "exitStatus" not in result:
+            result["exitStatus"] = {"exitCode": 0, "signal": None}
+        return result
+
+
+class CreateWaitsForExit(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        result = await super().terminal_call(name, params)
+        if name == "create":
+            assert self.terminals is not None
+            await self.terminals.wait_for_exit(result["terminalId"])
+        return result
+
+
+class KillReleases(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        if name == "kill":
+            return await super().terminal_call("release", params)
+        return await super().terminal_call(name, params)
+
+
+class ReleaseLeavesRunning(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        if name == "release":
+            assert self.terminals is not None
+            self.terminals.get(params.get("terminalId")).released = True
+            return {}
+        return await super().terminal_call(name, params)
+
+
+class ReleasedIdStillWorks(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        if name == "release":
+            assert self.terminals is not None
+            self.terminals.get(params.get("terminalId"))
+            return {}  # "released", but the id keeps working
+        return await super().terminal_call(name, params)
+
+
+class KeepsTheHead(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        if name == "create":
+            self._limits = getattr(self, "_limits", {})
+            limit = params.get("outputByteLimit")
+            params = {**params}
+            params.pop("outputByteLimit", None)
+            result = await super().terminal_call(name, params)
+            self._limits[result["terminalId"]] = limit
+            return result
+        result = await super().terminal_call(name, params)
+        limit = getattr(self, "_limits", {}).get(params.get("terminalId"))
+        if name == "output" and isinstance(limit, int):
+            data = result["output"].encode()
+            if len(data) > limit:
+                result["output"] = data[:limit].decode("utf-8", "ignore")
+                result["truncated"] = True
+        return result
+
+
+class SplitsCharacters(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        if name == "create":
+            self._limits = getattr(self, "_limits", {})
+            limit = params.get("outputByteLimit")
+            params = {**params}
+            params.pop("outputByteLimit", None)
+            result = await super().terminal_call(name, params)
+            self._limits[result["terminalId"]] = limit
+            return result
+        result = await super().terminal_call(name, params)
+        limit = getattr(self, "_limits", {}).get(params.get("terminalId"))
+        if name == "output" and isinstance(limit, int):
+            data = result["output"].encode()
+            if len(data) > limit:
+                result["output"] = data[-limit:].decode("utf-8", "replace")  # cuts inside a character
+                result["truncated"] = True
+        return result
+
+
+BREAKAGES: dict[str, ClientBreakage] = {
+    # transport
+    "keepalive-text": ClientBreakage(KeepaliveText, "transport.stdio.stdin-clean"),
+    "bad-utf8": ClientBreakage(BadUtf8, "transport.utf8"),
+    "batch": ClientBreakage(Batch, "transport.stdio.one-message-per-line"),
+    "partial-line-at-exit": ClientBreakage(PartialLineAtExit, "transport.stdio.newline-delimited"),
+    "wrong-jsonrpc-version": ClientBreakage(WrongJsonrpcVersion, "jsonrpc.version-field"),
+    "invalid-content-block": ClientBreakage(InvalidContentBlock, "schema.valid"),
+    # jsonrpc
+    "stringified-response-ids": ClientBreakage(
+        StringifiedResponseIds,
+        "jsonrpc.response-id-echo",
+        also=frozenset({"jsonrpc.every-request-answered", "jsonrpc.id-types", "term.create.immediate"}),
+        why_also="integer-id requests (a terminal/create too) are left unanswered while string ids work",
+    ),
+    "result-and-error": ClientBreakage(ResultAndError, "jsonrpc.result-xor-error"),
+    "bad-error-object": ClientBreakage(BadErrorObject, "jsonrpc.error-object"),
+    "result-for-unknown-requests": ClientBreakage(
+        ResultForUnknownRequests,
+        "jsonrpc.unknown-method",
+        also=frozenset({"ext.request.unknown"}),
+        why_also="an unknown extension request is an unknown method: -32601 is the SHOULD and the MUST",
+    ),
+    "ignores-extension-requests": ClientBreakage(
+        IgnoresExtensionRequests,
+        "ext.request.respond",
+        also=frozenset({"jsonrpc.every-request-answered"}),
+        why_also="the unanswered requests are waited for in vain",
+    ),
+    "ignores-string-ids": ClientBreakage(
+        IgnoresStringIds,
+        "jsonrpc.id-types",
+        also=frozenset({"jsonrpc.every-request-answered"}),
+        why_also="the request with a string id is never answered",
+    ),
+    "duplicate-permission-answer": ClientBreakage(DuplicatePermissionAnswer, "jsonrpc.no-duplicate-response"),
+    "never-answers-permission": ClientBreakage(NeverAnswersPermission, "jsonrpc.every-request-answered"),
+    # init
+    "extension-request-first": ClientBreakage(ExtensionRequestFirst, "init.first"),
+    "version-zero": ClientBreakage(VersionZero, "init.request.protocol-version"),
+    "string-version": ClientBreakage(
+        StringVersion, "init.request.protocol-version-type", also=frozenset({"schema.valid"}),
+        why_also="ProtocolVersion is an integer in the schema",
+    ),
+    "claims-fs-but-refuses": ClientBreakage(ClaimsFsButRefuses, "init.request.capabilities"),
+    "no-client-info": ClientBreakage(NoClientInfo, "init.request.client-info", status="WARN"),
+    "client-info-without-version": ClientBreakage(
+        ClientInfoWithoutVersion, "init.implementation.shape", also=frozenset({"schema.valid"}),
+        why_also="Implementation.version is required by the schema",
+    ),
+    "string-fs-flag": ClientBreakage(
+        StringFsFlag, "cap.client.fs-defaults", also=frozenset({"schema.valid"}),
+        why_also="the schema types the flag as a boolean",
+    ),
+    "ignores-version": ClientBreakage(IgnoresVersion, "init.version.client-disconnect", status="WARN"),
+    # session
+    "pipelined-session-new": ClientBreakage(
+        PipelinedSessionNew, "session.after-init", status="FAIL",
+        also=frozenset({"init.version.client-disconnect"}),
+        why_also="a session/new sent before the initialize answer cannot depend on the version in it (a WARN)",
+    ),
+    "no-mcp-servers": ClientBreakage(
+        NoMcpServers, "session.new.params", also=frozenset({"schema.valid"}),
+        why_also="mcpServers is required by the schema",
+    ),
+    "relative-cwd": ClientBreakage(RelativeCwd, "session.cwd.absolute"),
+    "http-mcp-server": ClientBreakage(HttpMcpServer, "session.mcp.transport-gated"),
+    "relative-mcp-command": ClientBreakage(RelativeMcpCommand, "session.mcp.shapes"),
+    "loads-unadvertised-session": ClientBreakage(LoadsUnadvertisedSession, "session.load.gated"),
+    "lists-unadvertised": ClientBreakage(ListsUnadvertised, "session.list.gated"),
+    "resumes-unadvertised": ClientBreakage(ResumesUnadvertised, "session.resume.gated"),
+    "closes-unadvertised": ClientBreakage(ClosesUnadvertised, "session.close.gated"),
+    "deletes-unadvertised": ClientBreakage(DeletesUnadvertised, "session.delete.gated"),
+    "logs-out-unadvertised": ClientBreakage(LogsOutUnadvertised, "auth.logout.gated"),
+    "prompts-unknown-session": ClientBreakage(PromptsUnknownSession, "prompt.after-setup"),
+    "prompt-not-array": ClientBreakage(
+        PromptNotArray, "prompt.params", also=frozenset({"schema.valid"}),
+        why_also="prompt is an array in the schema",
+    ),
+    "image-without-capability": ClientBreakage(
+        ImageWithoutCapability, "content.image.gated", also=frozenset({"prompt.content-gated"}),
+        why_also="an image block is content the agent did not allow",
+    ),
+    "audio-without-capability": ClientBreakage(
+        AudioWithoutCapability, "content.audio.gated", also=frozenset({"prompt.content-gated"}),
+        why_also="an audio block is content the agent did not allow",
+    ),
+    "resource-without-capability": ClientBreakage(
+        ResourceWithoutCapability, "content.resource.gated", also=frozenset({"prompt.content-gated"}),
+        why_also="an embedded resource is content the agent did not allow",
+    ),
+    # fs
+    "wrong-read-content": ClientBreakage(WrongReadContent, "fs.read.response"),
+    "ignores-line-limit": ClientBreakage(IgnoresLineLimit, "fs.read.line-limit"),
+    "empty-read-for-missing": ClientBreakage(EmptyReadForMissing, "fs.read.missing", status="WARN"),
+    "write-not-performed": ClientBreakage(WriteNotPerformed, "fs.write.create"),
+    "write-returns-string": ClientBreakage(WriteReturnsString, "fs.write.response"),
+    # permission
+    "permission-error": ClientBreakage(
+        PermissionError32601, "perm.response.shape",
+        also=frozenset({"perm.auto", "perm.late-request-after-cancel"}),
+        why_also="an error is neither the policy's option nor the cancelled outcome",
+    ),
+    "cancelled-without-cancel": ClientBreakage(
+        CancelledWithoutCancel, "perm.response.shape", also=frozenset({"perm.auto"}),
+        why_also="cancelled is not the option of the configured policy",
+    ),
+    "hardcoded-option-id": ClientBreakage(HardcodedOptionId, "perm.response.valid-option"),
+    "ignores-permission-policy": ClientBreakage(IgnoresPermissionPolicy, "perm.auto", status="WARN"),
+    "pending-not-cancelled": ClientBreakage(PendingNotCancelled, "perm.cancelled-on-cancel"),
+    "late-request-not-cancelled": ClientBreakage(
+        LateRequestNotCancelled, "perm.late-request-after-cancel", status="WARN"
+    ),
+    "cancel-as-request": ClientBreakage(
+        CancelAsRequest, "cancel.is-notification", also=frozenset({"schema.valid"}),
+        why_also="session/cancel is a notification in the schema",
+    ),
+    # robustness
+    "crashes-on-unknown-update": ClientBreakage(CrashesOnUnknownUpdate, "jsonrpc.every-request-answered"),
+    "answers-notifications": ClientBreakage(
+        AnswersNotifications, "jsonrpc.notification-no-response",
+    ),
+    "exits-on-unknown-notification": ClientBreakage(
+        ExitsOnUnknownNotification, "ext.notification.ignore", status="WARN",
+        also=frozenset({"jsonrpc.every-request-answered"}),
+        why_also="once it has exited, the request that follows is never answered",
+    ),
+    "confuses-id-spaces": ClientBreakage(ConfusesIdSpaces, "jsonrpc.id-spaces-independent"),
+    "rejects-meta": ClientBreakage(RejectsMeta, "ext.meta.everywhere"),
+    "stderr-not-drained": ClientBreakage(StderrNotDrained, "transport.stdio.stderr-logs", status="WARN"),
+    # terminal
+    "no-terminal-exit-code": ClientBreakage(NoTerminalExitCode, "term.wait"),
+    "negative-exit-code": ClientBreakage(
+        NegativeExitCode, "term.exit-status.shape", also=frozenset({"schema.valid"}),
+        why_also="the schema gives exitCode a minimum of 0",
+    ),
+    "exit-status-while-running": ClientBreakage(ExitStatusWhileRunning, "term.output.shape"),
+    "create-waits-for-exit": ClientBreakage(CreateWaitsForExit, "term.create.immediate"),
+    "kill-releases": ClientBreakage(KillReleases, "term.kill.keeps-id"),
+    "release-leaves-running": ClientBreakage(ReleaseLeavesRunning, "term.release.kills"),
+    "released-id-still-works": ClientBreakage(
+        ReleasedIdStillWorks, "term.release.invalidates", also=frozenset({"term.release.kills"}),
+        why_also="a terminal that is not really released is not killed either",
+    ),
+    "keeps-the-head": ClientBreakage(KeepsTheHead, "term.output.truncate-head"),
+    "splits-characters": ClientBreakage(SplitsCharacters, "term.output.char-boundary"),
+}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in BREAKAGES:
+        print(f"usage: {sys.argv[0]} NAME [mock_client options]; NAME one of: {', '.join(BREAKAGES)}",
+              file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[2:], client_cls=BREAKAGES[sys.argv[1]].client))
