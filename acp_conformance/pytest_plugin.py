@@ -10,6 +10,7 @@ of the way (it only registers its options and marker).
 from __future__ import annotations
 
 import os
+import secrets
 import shlex
 import shutil
 from pathlib import Path
@@ -46,6 +47,7 @@ class AcpState:
         self.agent: AgentConfig | None = None
         self.client: Any = None  # filled by client_plugin.configure
         self.peer_info: dict[str, Any] | None = None
+        self.fuzz_line = ""  # the resolved fuzz budget and seed (controller only), for the header
         for name in ("acp_timeout", "acp_startup_timeout"):
             if opt(name) <= 0:
                 raise pytest.UsageError(f"--{name.replace('_', '-')} must be positive, got {opt(name)}")
@@ -167,7 +169,66 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "openai (Responses API), optionally with a TOML script; implied when --acp-agent names a profile "
         "(claude-agent-acp, codex-acp, zed-codex-acp) or runs one of those programs; 'none' turns it off",
     )
+    g.addoption(
+        "--acp-fuzz-examples",
+        type=int,
+        metavar="N",
+        help=f"examples per fuzz campaign (default 25; env {FUZZ_ENV['examples']})",
+    )
+    g.addoption(
+        "--acp-fuzz-seconds",
+        type=float,
+        metavar="S",
+        help=f"time to generate examples, per fuzz campaign (default 20; env {FUZZ_ENV['seconds']})",
+    )
+    g.addoption(
+        "--acp-fuzz-seed",
+        metavar="INT|random",
+        help=f"seed of the fuzz campaigns (default 0: the same frames every run; env {FUZZ_ENV['seed']})",
+    )
     client_plugin.add_options(g)
+
+
+#: The fuzz options travel to the tests (and to xdist workers, which inherit the environment) as these
+#: variables; ``acp_conformance/suite/agent/test_fuzz.py`` reads them.
+FUZZ_ENV = {"examples": "ACP_FUZZ_EXAMPLES", "seconds": "ACP_FUZZ_SECONDS", "seed": "ACP_FUZZ_SEED"}
+
+
+def _fuzz_options(config: pytest.Config) -> str:
+    """Put the fuzz budget in the environment, the seed resolved; returns it for the header.
+
+    Runs on the xdist controller before the workers start, so ``random`` is
+    drawn once and every worker fuzzes from the same seed (and the printed
+    seed reproduces the run).  An option overrides its variable.
+    """
+    opt = config.getoption
+    examples, seconds, seed = opt("acp_fuzz_examples"), opt("acp_fuzz_seconds"), opt("acp_fuzz_seed")
+    if examples is not None:
+        if examples < 1:
+            raise pytest.UsageError(f"--acp-fuzz-examples must be at least 1, got {examples}")
+        os.environ[FUZZ_ENV["examples"]] = str(examples)
+    if seconds is not None:
+        if not seconds > 0:
+            raise pytest.UsageError(f"--acp-fuzz-seconds must be positive, got {seconds}")
+        os.environ[FUZZ_ENV["seconds"]] = repr(seconds)
+    raw = seed if seed is not None else os.environ.get(FUZZ_ENV["seed"], "")
+    raw = raw.strip()
+    if raw.lower() == "random":
+        raw = str(secrets.randbits(32))
+    elif raw:
+        try:
+            if int(raw) < 0:
+                raise ValueError
+        except ValueError:
+            where = "--acp-fuzz-seed" if seed is not None else FUZZ_ENV["seed"]
+            raise pytest.UsageError(f"{where} must be a non-negative integer or 'random', got {raw!r}") from None
+    if raw:
+        os.environ[FUZZ_ENV["seed"]] = raw
+    return (
+        f"acp fuzz: seed {raw or 0}, {os.environ.get(FUZZ_ENV['examples'], '25')} examples and "
+        f"{os.environ.get(FUZZ_ENV['seconds'], '20')} s per campaign "
+        f"(reproduce with --acp-fuzz-seed={raw or 0})"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -179,6 +240,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     state = AcpState(config, "agent" if agent else "client")
     config.stash[STATE] = state
+    if state.role == "agent" and not hasattr(config, "workerinput"):
+        state.fuzz_line = _fuzz_options(config)
     if state.role == "client":
         client_plugin.configure(config, state)
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
@@ -197,6 +260,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"acp {state.role}: {state.command}",
         f"acp schema: {s.version} from {s.source} {s.path} (sha256 {s.sha256[:12]})",
     ]
+    if state.fuzz_line:
+        lines.append(state.fuzz_line)
     unbound = state.unbound_passive()
     if unbound:
         lines.append(f"acp selection: {', '.join(unbound)} judged on every exchange, so every test runs")
@@ -363,6 +428,8 @@ class Reporter:
         terminalreporter.section("ACP conformance (per clause)")
         for line in self.run.terminal_lines():
             terminalreporter.write_line(line)
+        if self.state.fuzz_line:
+            terminalreporter.write_line(self.state.fuzz_line)
         path = self.config.getoption("acp_report_json")
         if path:
             terminalreporter.write_line(f"reports: {path} and {Path(path).with_suffix('.md')}")

@@ -26,6 +26,7 @@ PUBLIC = [
     "acp_conformance.client",
     "acp_conformance.harness",
     "acp_conformance.reporting",
+    "acp_conformance.strategies",
     "mock_agent",
 ]
 

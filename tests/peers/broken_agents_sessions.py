@@ -60,6 +60,7 @@ class LateReplay(MockAgent):
         params = self.params_of(req)
         session = self.find_session(params, "session/load")
         session.cwd = self._absolute_cwd(params, "session/load")
+        self._mcp_servers(params, "session/load")
         await self.peer.respond(req.id, self.load_session_result(session), method="session/load")
         await self.replay_history(session)  # after the answer
         return NO_ANSWER
@@ -92,9 +93,18 @@ class LoadResultNull(MockAgent):
         return None
 
 
+def _load_params(agent: MockAgent, req: Request) -> Json:
+    """session/load's params, checked as the reference agent checks them (-32602)."""
+    params = agent.params_of(req)
+    agent._string(params, "sessionId", "session/load")
+    agent._absolute_cwd(params, "session/load")
+    agent._mcp_servers(params, "session/load")
+    return params
+
+
 class LoadAlwaysFails(MockAgent):
     async def handle_load_session(self, req: Request) -> Any:
-        if isinstance(req.params, dict) and req.params.get("sessionId") in self.sessions:
+        if _load_params(self, req)["sessionId"] in self.sessions:
             raise HandlerError(INTERNAL_ERROR, "cannot load sessions today")
         return await super().handle_load_session(req)
 
@@ -123,7 +133,7 @@ class LoadWithoutCapability(MockAgent):
 
 class LoadsUnknownSessions(MockAgent):
     async def handle_load_session(self, req: Request) -> Any:
-        if isinstance(req.params, dict) and req.params.get("sessionId") not in self.sessions:
+        if _load_params(self, req)["sessionId"] not in self.sessions:
             return {}
         return await super().handle_load_session(req)
 
@@ -160,7 +170,7 @@ class CloseResultExtra(MockAgent):
 
 class CloseUnknownHangs(MockAgent):
     async def handle_close_session(self, req: Request) -> Any:
-        if isinstance(req.params, dict) and req.params.get("sessionId") not in self.sessions:
+        if self._string(self.params_of(req), "sessionId", "session/close") not in self.sessions:
             return NO_ANSWER
         return await super().handle_close_session(req)
 
@@ -217,6 +227,7 @@ class ListReplaysHistory(MockAgent):
 # ------------------------------------------------------------- session/delete
 class DeleteKeepsSession(MockAgent):
     async def handle_delete_session(self, req: Request) -> Any:
+        self._string(self.params_of(req), "sessionId", "session/delete")
         return {}
 
 
@@ -246,7 +257,9 @@ class SetModeIgnored(MockAgent):
 
 class SetModeAcceptsUnknown(MockAgent):
     async def handle_set_mode(self, req: Request) -> Any:
-        if isinstance(req.params, dict) and req.params.get("modeId") not in {m[0] for m in self.MODES}:
+        params = self.params_of(req)
+        self.find_session(params, "session/set_mode", INVALID_PARAMS)
+        if self._string(params, "modeId", "session/set_mode") not in {m[0] for m in self.MODES}:
             return {}
         return await super().handle_set_mode(req)
 
@@ -278,7 +291,10 @@ class SetConfigAcceptsUnknown(MockAgent):
     async def handle_set_config_option(self, req: Request) -> Any:
         params = self.params_of(req)
         session = self.find_session(params, "session/set_config_option", INVALID_PARAMS)
-        if params.get("configId") not in {o["id"] for o in self.config_options(session)}:
+        config_id = self._string(params, "configId", "session/set_config_option")
+        if "value" not in params:
+            raise HandlerError(INVALID_PARAMS, "session/set_config_option: value is required")
+        if config_id not in {o["id"] for o in self.config_options(session)}:
             return {"configOptions": self.config_options(session)}
         return await super().handle_set_config_option(req)
 
@@ -348,7 +364,10 @@ class InvalidParamsAsInternalError(MockAgent):
 
 class PromptToUnknownSessionSucceeds(MockAgent):
     async def handle_prompt(self, req: Request) -> Any:
-        if isinstance(req.params, dict) and req.params.get("sessionId") not in self.sessions:
+        params = self.params_of(req)
+        sid = self._string(params, "sessionId", "session/prompt")
+        self._check_prompt(params.get("prompt"))
+        if sid not in self.sessions:
             return {"stopReason": "end_turn"}
         return await super().handle_prompt(req)
 
@@ -437,6 +456,7 @@ class RestoresAdditionalDirectories(AdditionalDirectories):
 # ------------------------------------------------------------- authentication
 class AcceptsUnknownAuthMethod(MockAgent):
     async def handle_authenticate(self, req: Request) -> Any:
+        self._string(self.params_of(req), "methodId", "authenticate")  # still -32602 without one
         return {}
 
 
@@ -572,7 +592,13 @@ BREAKAGES: dict[str, Breakage] = {
         also={"ext.meta.everywhere"},
         why="capability objects are among the places _meta must be accepted (a MUST there)",
     ),
-    "assumes-meta-strings": _b(AssumesMetaStrings, "ext.meta.no-assumptions"),
+    "assumes-meta-strings": _b(
+        AssumesMetaStrings,
+        "ext.meta.no-assumptions",
+        also={"ext.meta.everywhere"},
+        why="the _meta fuzzing (test_fuzz.py) sends non-string values in content blocks too and judges "
+        "their refusal under ext.meta.everywhere",
+    ),
     "invalid-params-as-internal-error": _b(InvalidParamsAsInternalError, "jsonrpc.invalid-params", "WARN"),
     "prompt-to-unknown-session-succeeds": _b(
         PromptToUnknownSessionSucceeds,

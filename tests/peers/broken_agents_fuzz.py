@@ -1,0 +1,120 @@
+"""Broken agents that only the fuzzer finds (merged into BREAKAGES by broken_agents.py).
+
+Each one is the reference agent with one defect that no scripted test
+provokes: it takes a malformed line, a huge one, a bidi control character
+or a line of garbage to show.  The fuzz campaigns of
+``acp_conformance/suite/agent/test_fuzz.py`` must find each within their
+default budget and seed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _breakage import Breakage
+
+from acp_conformance.core import jsonrpc
+from acp_conformance.core.events import Event
+from acp_conformance.peer import Peer
+from acp_conformance.transport.base import Transport
+from mock_agent import AgentPeer, MockAgent
+from mock_agent.agent import _AgentConnection
+
+__all__ = ["BREAKAGES"]
+
+ErrorCode = jsonrpc.ErrorCode
+
+
+class _Peer(AgentPeer):
+    """An AgentPeer whose connection is ``connection_cls``."""
+
+    connection_cls: type[_AgentConnection] = _AgentConnection
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn = self.connection_cls(self._answer_malformed)
+
+
+def _agent(peer_cls: type[AgentPeer]) -> type[MockAgent]:
+    class Agent(MockAgent):
+        def make_peer(self, transport: Transport) -> Peer:
+            return peer_cls(transport, validator=self.validator)
+
+    Agent.__name__ = Agent.__qualname__ = peer_cls.__name__.lstrip("_") + "Agent"
+    return Agent
+
+
+# ------------------------------------------------------------ error answers
+class _SilentOnParseErrors(AgentPeer):
+    """Says nothing about a line that is not JSON (JSON-RPC wants -32700)."""
+
+    def _answer_malformed(self, code: int, message: str) -> None:
+        if code != ErrorCode.PARSE_ERROR:
+            super()._answer_malformed(code, message)
+
+
+class _ParseErrorForInvalidRequests(AgentPeer):
+    """Calls every malformed line a parse error, JSON or not (-32700 where -32600 is due)."""
+
+    def _answer_malformed(self, code: int, message: str) -> None:
+        super()._answer_malformed(ErrorCode.PARSE_ERROR, "Parse error")
+
+
+# -------------------------------------------------------- crashes and wedges
+class _CrashesOnHugeLine(_AgentConnection):
+    """Exits on any line over 256 KiB (a fixed-size read buffer, say)."""
+
+    def receive_frame(self, data: bytes) -> list[Event]:
+        if len(data) > 256 * 1024:
+            os._exit(70)
+        return super().receive_frame(data)
+
+
+class _WedgedAfterGarbage(_AgentConnection):
+    """Answers the first unparseable line, then ignores everything that follows."""
+
+    wedged = False
+
+    def receive_frame(self, data: bytes) -> list[Event]:
+        if self.wedged:
+            return []
+        if jsonrpc.decode(data)[0] is None:
+            self.wedged = True
+        return super().receive_frame(data)
+
+
+class _DiesOnBidiControls(_AgentConnection):
+    """Exits when a frame carries U+202E RIGHT-TO-LEFT OVERRIDE (raw or escaped)."""
+
+    def receive_frame(self, data: bytes) -> list[Event]:
+        if "\u202e".encode() in data or b"\\u202e" in data.lower():
+            os._exit(71)
+        return super().receive_frame(data)
+
+
+def _with_connection(conn: type[_AgentConnection]) -> type[AgentPeer]:
+    return type(conn.__name__, (_Peer,), {"connection_cls": conn})
+
+
+_DEAD = "the agent is gone (or deaf) after the frame: the probes that follow it are never answered"
+
+BREAKAGES: dict[str, Breakage] = {
+    "fuzz-silent-on-parse-errors": Breakage(_agent(_SilentOnParseErrors), "jsonrpc.parse-error", status="WARN"),
+    "fuzz-parse-error-for-invalid-requests": Breakage(
+        _agent(_ParseErrorForInvalidRequests), "jsonrpc.invalid-request", status="WARN"
+    ),
+    "fuzz-crashes-on-huge-line": Breakage(
+        _agent(_with_connection(_CrashesOnHugeLine)), "jsonrpc.every-request-answered", why_also=_DEAD
+    ),
+    "fuzz-wedged-after-garbage": Breakage(
+        _agent(_with_connection(_WedgedAfterGarbage)), "jsonrpc.every-request-answered", why_also=_DEAD
+    ),
+    "fuzz-dies-on-bidi-controls": Breakage(
+        _agent(_with_connection(_DiesOnBidiControls)), "jsonrpc.every-request-answered", why_also=_DEAD
+    ),
+}
