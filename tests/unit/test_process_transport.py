@@ -48,16 +48,19 @@ while True:
 FORKER = r"""
 import os, sys, time
 pidfile, mode = sys.argv[1], sys.argv[2]
+r, w = os.pipe()
 if os.fork() == 0:
+    os.close(r)
     if "setsid" in mode:
         os.setsid()
     with open(pidfile + ".tmp", "w") as f:
         f.write(str(os.getpid()))
     os.rename(pidfile + ".tmp", pidfile)
+    os.close(w)  # EOF for the parent: the pidfile is there
     while True:
         time.sleep(60)
-while not os.path.exists(pidfile):
-    time.sleep(0.005)
+os.close(w)
+os.read(r, 1)
 sys.stdout.write("ready\n")
 sys.stdout.flush()
 if "early" in mode:
@@ -236,9 +239,12 @@ SLEEPER = (
     "import os, sys, time\n"
     "open(sys.argv[1] + '.tmp', 'w').write(str(os.getpid()))\n"
     "os.rename(sys.argv[1] + '.tmp', sys.argv[1])\n"
+    "os.close(int(sys.argv[2]))\n"  # EOF for the child: the pidfile is there
     "while True: time.sleep(60)\n"
 )
+r, w = os.pipe()
 if os.fork() == 0:
+    os.close(r)
     if "setsid" in flags:
         os.setsid()
     if "double" in flags and os.fork() != 0:
@@ -249,11 +255,13 @@ if os.fork() == 0:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-        os.closerange(3, 1024)
+        os.closerange(3, w)
+        os.closerange(w + 1, 1024)
+    os.set_inheritable(w, True)
     env = {} if "clearenv" in flags else dict(os.environ)
-    os.execve(sys.executable, [sys.executable, "-c", SLEEPER, pidfile], env)
-while not os.path.exists(pidfile):
-    time.sleep(0.005)
+    os.execve(sys.executable, [sys.executable, "-c", SLEEPER, pidfile, str(w)], env)
+os.close(w)
+os.read(r, 1)  # every writer gone: the intermediate (if any) exited, the sleeper is ready
 sys.stdout.write("ready\n")
 sys.stdout.flush()
 if "early" in flags:
