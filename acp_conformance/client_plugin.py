@@ -16,6 +16,7 @@ report header).  See docs/client-certification.md.
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from acp_conformance.control import parse_address, relay_command
 from acp_conformance.errors import ConfigurationError
 from acp_conformance.profiles import default_profile, has_agent_placeholder, load_profile
 
-__all__ = ["TerminalHuman", "acp_client", "add_options", "configure"]
+__all__ = ["TerminalHuman", "absolutize", "acp_client", "add_options", "configure"]
 
 PLUGIN_NAME = "acp-conformance-client"
 
@@ -117,6 +118,8 @@ def configure(config: pytest.Config, state: Any) -> None:
                 )
             token = ""  # the client's configuration holds the address, not a per-run token
         preflight("--acp-client", command, env, cwd)
+        if not cwd:
+            command = absolutize(command, Path.cwd())
         _no_parallel_with_fixed_address(config, control, "--acp-client-control")
     else:
         control = control or _default_control()
@@ -139,6 +142,31 @@ def configure(config: pytest.Config, state: Any) -> None:
     )
     if not config.pluginmanager.has_plugin(PLUGIN_NAME):
         config.pluginmanager.register(sys.modules[__name__], PLUGIN_NAME)
+
+
+def absolutize(command: str, base: Path) -> str:
+    """``command`` with each relative path word that exists under ``base`` made absolute.
+
+    Each test runs the client in a fresh directory of its own (most clients use
+    their working directory as the session cwd), so a command typed relative to
+    where pytest runs (``node_modules/.bin/acpx``, ``python examples/client.py``)
+    would not be found there.  Only whole words containing a ``/`` that name an
+    existing file or directory under ``base`` change; placeholders, options and
+    prompt text are left alone.
+    """
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command  # preflight reports it
+    changed = False
+    for i, word in enumerate(words):
+        if "/" not in word or os.path.isabs(word) or word.startswith("-") or "{" in word:
+            continue
+        candidate = base / word
+        if candidate.exists():
+            words[i] = str(candidate.absolute())
+            changed = True
+    return shlex.join(words) if changed else command
 
 
 def _no_parallel_with_fixed_address(config: pytest.Config, control: str | None, why: str) -> None:
