@@ -5,6 +5,10 @@ Subcommands:
   schema            show which schema would be used, and from where
   clauses [--role]  list the clause registry
   check FILE        judge a saved transcript (JSONL) offline on the passive clauses
+  proxy [options] -- AGENT COMMAND
+                    the recording proxy: put it between any client and any agent; it forwards
+                    bytes untouched, judges every frame live, writes the transcript and verdict
+                    (same as `python -m acp_conformance.scenario proxy`; --help for its options)
 """
 
 from __future__ import annotations
@@ -68,6 +72,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    raw = sys.argv[1:] if argv is None else list(argv)
+    if raw[:1] == ["proxy"]:
+        # One implementation, two names: the proxy's options and its ``-- COMMAND`` tail are the
+        # scenario CLI's (argparse cannot hand a subcommand's options through untouched).
+        from acp_conformance.scenario.cli import main as scenario_main
+
+        return scenario_main(raw)
     parser = argparse.ArgumentParser(
         prog="python -m acp_conformance", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -87,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--role", choices=("agent", "client"), default="agent", help="role of the peer under test")
     p.add_argument("-v", "--verbose", action="store_true", help="also list PASS results")
     p.set_defaults(fn=_cmd_check)
-    args = parser.parse_args(argv)
+    sub.add_parser("proxy", help="the recording proxy: proxy [--transcript F] [--verdict F] -- AGENT COMMAND")
+    args = parser.parse_args(raw)
     try:
         return int(args.fn(args))
     except ConfigurationError as exc:

@@ -35,10 +35,28 @@ def bindings(role: str) -> dict[str, list[str]]:
         for name, obj in vars(module).items():
             if not name.startswith("test_") or not callable(obj):
                 continue
-            for mark in getattr(obj, "pytestmark", []):
-                if mark.name == "clause":
-                    for cid in mark.args:
-                        out.setdefault(cid, []).append(f"{info.name}::{name}")
+            for cid in _marked_clauses(obj):
+                names = out.setdefault(cid, [])
+                if f"{info.name}::{name}" not in names:
+                    names.append(f"{info.name}::{name}")
+    return out
+
+
+def _marked_clauses(test: object) -> list[str]:
+    """The clause ids of a test's own marks and of its ``pytest.param(..., marks=...)`` values.
+
+    A parametrized test (one scenario file per param, say) binds each param
+    to the clauses that param checks; those count as checked too.
+    """
+    out: list[str] = []
+    for mark in getattr(test, "pytestmark", []):
+        if mark.name == "clause":
+            out.extend(mark.args)
+        elif mark.name == "parametrize" and len(mark.args) > 1:
+            for value in mark.args[1]:
+                for sub in getattr(value, "marks", ()):
+                    if getattr(sub, "name", None) == "clause":
+                        out.extend(sub.args)
     return out
 
 

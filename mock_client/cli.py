@@ -83,7 +83,21 @@ def build_parser(prog: str = "python -m mock_client") -> argparse.ArgumentParser
         action="store_true",
         help="cancel the turn as soon as the agent asks for permission (the request is answered cancelled)",
     )
-    parser.add_argument("--timeout", type=float, default=300.0, help="deadline for each turn (default: %(default)s)")
+    parser.add_argument(
+        "--scenario",
+        metavar="FILE",
+        help="play this scenario file (plays: client) against the agent instead of prompt turns; "
+        "exit 0 pass / not applicable, 1 fail, 2 bad input, 3 inconclusive (docs/scenarios.md)",
+    )
+    parser.add_argument("--verdict", metavar="FILE", help="with --scenario: write the JSON verdict here")
+    parser.add_argument("--seed", type=int, default=None, help="with --scenario: Faker seed (default: the file's)")
+    parser.add_argument("--transcript", metavar="FILE", help="with --scenario: write the transcript (JSONL) here")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="deadline for each turn (default: 300); with --scenario: the default deadline of every wait",
+    )
     parser.add_argument("--report", metavar="FILE", help="write a JSON account of the run to FILE")
     parser.add_argument("--validate", action="store_true", help="validate the agent's frames against the schema")
     parser.add_argument("--quiet", action="store_true", help="print nothing on stdout")
@@ -107,12 +121,20 @@ def load_validator() -> SchemaValidator | None:
 
 
 def main(argv: Sequence[str] | None = None, *, client_cls: type[MockClient] = MockClient) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     logging.basicConfig(
         stream=sys.stderr,
         level=getattr(logging, args.log_level.upper()),
         format="mock-client %(levelname)s %(message)s",
     )
+    if args.scenario is not None:
+        if args.prompt or args.cancel_after_permission or args.report:
+            parser.error("--scenario scripts the whole conversation: no --prompt, --cancel-after-permission, --report")
+        return _play_scenario(args)
+    for flag in ("verdict", "seed", "transcript"):
+        if getattr(args, flag) is not None:
+            parser.error(f"--{flag} needs --scenario")
     options = ClientOptions(
         agent=args.agent,
         prompts=list(args.prompt),
@@ -120,7 +142,7 @@ def main(argv: Sequence[str] | None = None, *, client_cls: type[MockClient] = Mo
         permission=args.permission,
         capabilities=args.caps,
         cancel_after_permission=args.cancel_after_permission,
-        timeout=args.timeout,
+        timeout=300.0 if args.timeout is None else args.timeout,
         report=args.report,
         quiet=args.quiet,
     )
@@ -134,3 +156,30 @@ def main(argv: Sequence[str] | None = None, *, client_cls: type[MockClient] = Mo
     except ConfigurationError as exc:
         print(f"mock_client: {exc}", file=sys.stderr)
         return 2
+
+
+def _play_scenario(args: argparse.Namespace) -> int:
+    """``--scenario FILE``: the scenario engine plays the client (same runner and verdict as
+    ``python -m acp_conformance.scenario run``), so one file format drives either mock."""
+    from acp_conformance.errors import ScenarioError
+    from acp_conformance.scenario.cli import print_verdict
+    from acp_conformance.scenario.runner import run_scenario_file
+
+    try:
+        verdict = run_scenario_file(
+            args.scenario,
+            args.agent,
+            verdict_path=args.verdict,
+            transcript_path=args.transcript,
+            seed=args.seed,
+            timeout=args.timeout,
+        )
+    except ScenarioError as exc:
+        print(f"mock_client: invalid scenario:\n{exc}", file=sys.stderr)
+        return 2
+    except ConfigurationError as exc:
+        print(f"mock_client: {exc}", file=sys.stderr)
+        return 2
+    if not args.quiet:
+        print_verdict(verdict)
+    return int(verdict["exit_status"])

@@ -76,6 +76,9 @@ from acp_conformance.scenario.model import (
 )
 from acp_conformance.transcript import Entry
 
+#: The round trip of ``while_pending``: an extension request no peer implements; any answer will do.
+PING = "_acp-conformance/ping"
+
 __all__ = ["Engine", "Outcome", "ScenarioResult", "Settings", "run_scenario", "settle"]
 
 _DEFAULT_PROMPTS = {
@@ -330,6 +333,8 @@ class Engine:
     async def _step(self, step: Any, path: str, br: _Branch) -> None:
         if isinstance(step, SendStep):
             sp = step.send
+            if sp.while_pending is not None:
+                await self._still_pending(sp.while_pending, path, sp.round_trip)
             if sp.request is not None:
                 await self._send_request(sp.request, sp.params, sp.id, sp.as_, sp.validate_)
             else:
@@ -420,6 +425,40 @@ class Engine:
                 message["params"] = params
             self._set(name, message)
         return sent
+
+    async def _still_pending(self, name: str, path: str, round_trip: bool = True) -> None:
+        """The race precondition of ``while_pending``: OUR request ``name`` is still unanswered.
+
+        A response that precedes what we send next owes nothing to it (a turn that
+        ended before our cancel went out cannot be judged on the cancel).  Frames
+        the peer wrote before a response may still be in the pipe, so a round trip
+        comes first: an ``_``-prefixed request every peer answers somehow (an error
+        is fine), whose answer arrives after all the peer wrote before it.  That
+        narrows the crossing window to the time the peer takes to read our frame.
+        ``round_trip=False`` skips it, where any delay would let the peer move on.
+        """
+        if name not in self.requests:
+            raise _Stop("error", f"{self._where(path)}: while_pending: {name!r} names no request sent yet")
+        key = jsonrpc.id_key(self.requests[name])
+        method = self.request_methods.get(name, "request")
+
+        def answered() -> bool:
+            return any(
+                isinstance(e, Response) and e.id is not None and jsonrpc.id_key(e.id) == key for e in self.peer.events
+            )
+
+        if round_trip and not answered():
+            ping = await self.peer.send_request(PING, {}, validate=False)
+            try:
+                await self.peer.wait_response(ping, method=PING, timeout=self.timeout)
+            except PeerTimeout:
+                pass  # a peer that ignores unknown requests: judge on what has arrived
+        if answered():
+            raise _Stop(
+                "inconclusive",
+                f"precondition not met at {self._where(path)}: {name} ({method}) was answered before this "
+                "step went out, so the race could not be provoked (give a prompt that keeps the peer busy)",
+            )
 
     def _raw_bytes(self, raw: str | RawSpec) -> bytes:
         if isinstance(raw, str):

@@ -413,6 +413,8 @@ class _Checker:
             sp = step.send
             self._templates(sp.params, path)
             self._templates(sp.id, path)
+            if sp.while_pending is not None:
+                self._ref(path, sp.while_pending, ("request",), "while_pending:")
             if sp.as_:
                 self.names[sp.as_] = "request"
         elif isinstance(step, CallStep):

@@ -216,12 +216,25 @@ class SendSpec(_Model):
     validate_: bool = Field(
         True, alias="validate", description="schema-check before sending; false sends an invalid frame on purpose"
     )
+    while_pending: Name | None = Field(
+        None,
+        description="a race precondition: send only while OUR request of this name is still unanswered, "
+        "proven by a round trip first (the peer's earlier output has then all arrived); if it was answered, "
+        "the race could not be provoked and the scenario ends INCONCLUSIVE",
+    )
+    round_trip: bool = Field(
+        True,
+        description="with while_pending: prove it with a round trip first (default); false judges only what has "
+        "arrived, for races where any delay would let the peer move on",
+    )
 
     @model_validator(mode="after")
     def _kinds(self) -> SendSpec:
         _one_of(self, ("request", "notification"), "send")
         if self.notification is not None and (self.as_ is not None or self.id is not None):
             raise ValueError("send: a notification has no id and cannot be named with `as`")
+        if not self.round_trip and self.while_pending is None:
+            raise ValueError("send: round_trip applies to while_pending; give while_pending too")
         return self
 
 

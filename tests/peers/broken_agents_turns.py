@@ -189,6 +189,14 @@ class ReadsWithoutCapability(MockAgent):
         return True
 
 
+class ReadsWhenFsOmitted(MockAgent):
+    """Honours ``readTextFile: false`` but takes a capability the client left out for granted."""
+
+    def can_read_files(self) -> bool:
+        fs = self.client_caps.raw.get("fs")
+        return super().can_read_files() or not (isinstance(fs, dict) and "readTextFile" in fs)
+
+
 class WritesWithoutCapability(MockAgent):
     def can_write_files(self) -> bool:
         return True
@@ -319,16 +327,17 @@ BREAKAGES: dict[str, Breakage] = {
         "and fails cancel.stop-reason and every-request-answered when it does not come (test_cancellation "
         "warns on cancel.stop-asap and leaves the stop reason INCONCLUSIVE: no deadline is in the spec)",
     ),
-    "forgets-cancel-on-cancelled-permission": Breakage(
-        ForgetsCancelOnCancelledPermission,
-        "perm.agent-cancel-race",
-        also=frozenset({"cancel.stop-reason"}),
-        why_also="the scenario library's cancel-mid-permission judges the same turn under cancel.stop-reason",
-    ),
+    "forgets-cancel-on-cancelled-permission": Breakage(ForgetsCancelOnCancelledPermission, "perm.agent-cancel-race"),
     "idle-cancel-closes-session": Breakage(IdleCancelClosesSession, "cancel.idle", status="WARN"),
     "swallows-cancelled-request": Breakage(SwallowsCancelledRequest, "cancelreq.must-answer"),
     # capability gating
     "reads-without-capability": Breakage(ReadsWithoutCapability, "fs.read.gated"),
+    "reads-when-fs-omitted": Breakage(
+        ReadsWhenFsOmitted,
+        "cap.omitted-unsupported",
+        also=frozenset({"fs.read.gated"}),
+        why_also="reading files the client never offered is also an ungated fs/read_text_file",
+    ),
     "writes-without-capability": Breakage(WritesWithoutCapability, "fs.write.gated"),
     "terminal-without-capability": Breakage(TerminalWithoutCapability, "term.gated"),
     "elicits-without-capability": Breakage(ElicitsWithoutCapability, "elicit.mode.gated"),

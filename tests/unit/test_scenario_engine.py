@@ -333,3 +333,22 @@ async def test_a_peer_that_dies_mid_scenario_ends_it_without_a_traceback() -> No
     )
     assert result.end in ("inconclusive", "failed"), result.summary()
     assert statuses(result)["jsonrpc.parse-error"] == "WARN"
+
+
+class QuickLongTurn(MockAgent):
+    """Conforming, but its "long" turn is over after one chunk: nothing is left to cancel."""
+
+    async def turn_long(self, turn: Turn) -> str:
+        await self.emit(turn, self.message_chunk("agent_message_chunk", "done already", None))
+        return "end_turn"
+
+
+async def test_while_pending_makes_a_race_that_was_not_provoked_inconclusive() -> None:
+    """A turn answered before the cancel went out owes nothing to it: INCONCLUSIVE, never FAIL."""
+    result = await play(load_scenario(library_dir() / "agent" / "cancel-long-turn.yaml"), agent_cls=QuickLongTurn)
+    assert result.end == "inconclusive", result.summary()
+    assert "answered before this step went out" in result.reason
+    assert not [o for o in result.outcomes if o.status is Status.FAIL], result.summary()
+    # The round trip that proves it is an extension request, not something the scenario judges.
+    assert result.transcript is not None
+    assert b"_acp-conformance/ping" in result.transcript.to_jsonl()

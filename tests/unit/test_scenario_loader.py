@@ -97,6 +97,7 @@ def test_line_numbers_are_recorded() -> None:
         ("  - wait: {}\n", r"wait needs exactly one of"),
         ("  - parallel: [[{note: a}]]\n", r"parallel"),
         ("  - raw: {hex: zz}\n", r"invalid hex"),
+        ("  - send: {notification: n, round_trip: false}\n", r"round_trip applies to while_pending"),
     ],
 )
 def test_model_errors_name_file_line_and_step(body: str, expected: str) -> None:
@@ -134,6 +135,7 @@ def test_permission_policy_only_for_permission_requests() -> None:
         ("  - expect: {request: x, params: {a: '$regex(()'}, clause: schema.valid}\n", r"invalid regular expression"),
         ("  - answer: {request: nope, result: {}}\n", r"request: 'nope' is not defined"),
         ("  - wait: {captured: never_set}\n", r"nothing in this scenario captures 'never_set'"),
+        ("  - send: {notification: n, while_pending: turn}\n", r"while_pending: 'turn' is not defined before"),
     ],
 )
 def test_semantic_errors_name_file_line_and_step(body: str, expected: str) -> None:

@@ -1,0 +1,82 @@
+"""The agent-direction scenario library (``scenarios/agent/*.yaml``), run against the agent under test.
+
+Each file is one test, bound (statically, through its parametrize marks) to
+the clauses its expectations name; every expectation's outcome is recorded
+on its clause with the file, line, expected vs actual and the transcript
+around it.  The scenarios hold the logic: races forced by holding the
+permission request, load replay order, capability gating, duplicate and
+late responses, the tool-call lifecycle.  See ``scenarios/README.md``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_conformance.harness import AgentHarness
+from acp_conformance.results import Status
+from acp_conformance.scenario.engine import Settings, run_scenario
+from acp_conformance.scenario.loader import library_dir, load_scenario
+from acp_conformance.suite._support import inconclusive, not_applicable
+
+pytestmark = pytest.mark.anyio
+
+
+def _library() -> list[Any]:
+    folder = library_dir() / "agent"
+    params = []
+    for path in sorted(folder.glob("*.yaml")):
+        scenario = load_scenario(path)  # a bad library file is a collection error, naming file and line
+        if scenario.plays != "client" or "not-in-suite" in scenario.tags:
+            continue
+        params.append(pytest.param(path, marks=pytest.mark.clause(*scenario.clauses()), id=scenario.scenario))
+    return params
+
+
+SCENARIOS = _library()
+
+
+@pytest.mark.parametrize("path", SCENARIOS)
+async def test_scenario(acp_agent: AgentHarness, path: Path) -> None:
+    scenario = load_scenario(path)
+    config = acp_agent.config
+    settings = Settings(
+        timeout=config.timeout,
+        startup_timeout=config.startup_timeout,
+        prompts={"prompt": config.prompt, "tool_prompt": config.tool_prompt, "long_prompt": config.long_prompt},
+    )
+    async with acp_agent.connect(initialize=False) as conn:
+        result = await run_scenario(
+            scenario, conn.peer, endpoint=conn.client, sandbox=conn.sandbox.root, settings=settings
+        )
+        if acp_agent.peer_info is None:
+            acp_agent._remember_peer(_init_result(conn.peer.events))
+        # Recorded before the connection closes: a stream-level finding raised on exit must not
+        # hide what the expectations found (the same defect often breaks both).
+        stopped = result.end in ("inconclusive", "not_applicable")
+        outcome_clauses = {c for o in result.outcomes for c in o.clauses}
+        for r in result.scenario_results():
+            if stopped and r.clause not in outcome_clauses and r.status in (Status.INCONCLUSIVE, Status.NOT_APPLICABLE):
+                continue  # left to the skip below: the plugin gives the clause the skip's status and reason
+            acp_agent.record(r.clause, r.status, r.message, r.evidence)
+    if result.end == "error":
+        pytest.fail(f"the scenario could not run: {result.reason}", pytrace=False)
+    failures = [o for o in result.outcomes if o.status is Status.FAIL]
+    if failures:
+        first = failures[0]
+        pytest.fail(f"[{', '.join(first.clauses)}] {first.message}\n{first.evidence}", pytrace=False)
+    if result.end == "not_applicable":
+        not_applicable(result.reason)
+    if result.end == "inconclusive":
+        inconclusive(result.reason)
+
+
+def _init_result(events: list[Any]) -> dict[str, Any]:
+    from acp_conformance.core.events import Response
+
+    for ev in events:
+        if isinstance(ev, Response) and ev.method == "initialize" and isinstance(ev.result, dict):
+            return ev.result
+    return {}
