@@ -3,7 +3,9 @@
 The pytest plugin (``pytest --acp-agent=CMD``) lives in
 ``acp_conformance.pytest_plugin``; the building blocks other projects use
 are ``acp_conformance.client.ClientEndpoint`` (the client role),
-``acp_conformance.peer.Peer`` and the transports.
+``acp_conformance.peer.Peer``, the transports, ``acp_conformance.scenario``
+(scenario files) and ``acp_conformance.strategies`` (Hypothesis strategies
+for valid, unusual and broken ACP frames, to fuzz any implementation).
 """
 
 __version__ = "0.1.0"
