@@ -376,6 +376,16 @@ class EmptyReadForMissing(MockClient):
         return await super().handle_read(req)
 
 
+class MissingFileInternalError(MockClient):
+    """A missing file is an error, but -32603 (internal) instead of -32002 (resource not found)."""
+
+    async def handle_read(self, req: Request) -> Any:
+        p = req.params if isinstance(req.params, dict) else {}
+        if isinstance(p.get("path"), str) and not os.path.exists(p["path"]):
+            raise HandlerError(-32603, f"ENOENT: {p['path']}")
+        return await super().handle_read(req)
+
+
 class WriteNotPerformed(MockClient):
     async def handle_write(self, req: Request) -> Any:
         return {}
@@ -705,6 +715,9 @@ BREAKAGES: dict[str, ClientBreakage] = {
     "wrong-read-content": ClientBreakage(WrongReadContent, "fs.read.response"),
     "ignores-line-limit": ClientBreakage(IgnoresLineLimit, "fs.read.line-limit"),
     "empty-read-for-missing": ClientBreakage(EmptyReadForMissing, "fs.read.missing", status="WARN"),
+    "missing-file-internal-error": ClientBreakage(
+        MissingFileInternalError, "error.resource-not-found", status="WARN"
+    ),
     "write-not-performed": ClientBreakage(WriteNotPerformed, "fs.write.create"),
     "write-returns-string": ClientBreakage(WriteReturnsString, "fs.write.response"),
     # permission

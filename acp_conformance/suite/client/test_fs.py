@@ -17,12 +17,18 @@ from acp_conformance.suite.client._support import (
 
 pytestmark = pytest.mark.anyio
 
+#: ErrorCode "Resource not found" (schema: "a given resource, such as a file, was not found").
+RESOURCE_NOT_FOUND = -32002
+
 TEXT = "first line\nsecond line — ünïcødé ✓\nthird line\nfourth line\n"
 
 
-@pytest.mark.clause("fs.read.response", "fs.read.line-limit", "fs.read.missing", "init.request.capabilities")
+@pytest.mark.clause(
+    "fs.read.response", "fs.read.line-limit", "fs.read.missing", "error.resource-not-found", "init.request.capabilities"
+)
 async def test_read_text_file(acp_client: ClientHarness) -> None:
-    """Advertised fs.readTextFile: the agent reads a file the test wrote; whole, by line/limit, and a missing one."""
+    """Advertised fs.readTextFile: the agent reads a file the test wrote; whole, by line/limit, and a missing one
+    (an error, and the schema's -32002 "resource not found" code is the one a missing file should get)."""
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
@@ -62,6 +68,18 @@ async def test_read_text_file(acp_client: ClientHarness) -> None:
             "an error (preferably -32002 resource not found) for a file that does not exist",
             f"result {missing.result!r}",
         )
+        if missing.is_error:
+            code = missing.error.get("code") if isinstance(missing.error, dict) else None
+            acp_client.check(
+                "error.resource-not-found",
+                code == RESOURCE_NOT_FOUND,
+                f"error code {RESOURCE_NOT_FOUND} (resource not found) for a file that does not exist",
+                f"error {missing.error!r}",
+            )
+        else:
+            # No error at all is judged on fs.read.missing; which code it would have had is unknown.
+            acp_client.record("error.resource-not-found", Status.INCONCLUSIVE,
+                              "the client answered the read of a missing file without an error")
         await turn.end()
 
 
