@@ -318,6 +318,16 @@ class Peer:
         async with self._send_lock:
             await self.transport.send(data)
 
+    async def drain(self) -> None:
+        """Return once every frame already handed to the writer is on the wire.
+
+        Answers are settled before their bytes are written, and the writer holds
+        the send lock until they are out: taking the lock once waits for them.
+        Used before closing our output, so no answer is cut off by our own EOF.
+        """
+        async with self._send_lock:
+            pass
+
     async def send_raw(self, data: bytes) -> None:
         """Write bytes exactly as given: for deliberately malformed input."""
         await self._write(data, None, raw=True)

@@ -1135,12 +1135,7 @@ async def settle(peer: Peer, scenario: Scenario | None = None, timeout: float = 
     with anyio.move_on_after(timeout):
         while any(method not in skip for _, method in peer.conn.pending_incoming):
             await anyio.sleep(0.005)  # our own handler tasks, not the peer: a bounded poll
-        # An answer is settled before its bytes are written; the writer holds the send lock
-        # until they are out, so taking the lock once means every settled answer is on the wire.
-        lock = getattr(peer, "_send_lock", None)
-        if lock is not None:
-            async with lock:
-                pass
+        await peer.drain()  # every settled answer is on the wire
         return True
     return False
 

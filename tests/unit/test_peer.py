@@ -241,3 +241,16 @@ async def test_reused_request_id_waits_for_its_own_response() -> None:
             agent.handlers["_count"] = count
             assert (await client.call("_count", {}, id=7)).result == {"n": 1}
             assert (await client.call("_count", {}, id=7)).result == {"n": 2}
+
+
+async def test_drain_waits_for_frames_already_handed_to_the_writer() -> None:
+    """``drain`` returns once queued frames are on the wire (what a runner does before its own EOF)."""
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+            async with anyio.create_task_group() as tg:
+                for n in range(20):
+                    tg.start_soon(agent.notify, "_x/n", {"n": n})
+                await anyio.sleep(0)  # the writers have started and queue on the lock
+                await agent.drain()
+            await client.wait_for(lambda e: isinstance(e, Notification) and e.params == {"n": 19})
+            assert len(client.notifications("_x/n")) == 20
