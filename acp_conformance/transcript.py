@@ -15,6 +15,7 @@ import json
 import os
 import re
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -25,6 +26,8 @@ from acp_conformance.core.events import Violation
 
 __all__ = [
     "REDACTED",
+    "STDERR_HEAD",
+    "STDERR_TAIL",
     "Direction",
     "Entry",
     "Transcript",
@@ -155,14 +158,31 @@ class Entry:
         return self.raw
 
 
+#: stderr lines a transcript keeps: the first ones (startup, the first error) ...
+STDERR_HEAD = 200
+#: ... and the most recent ones; those in between are dropped and counted.
+STDERR_TAIL = 1000
+
+
 class Transcript:
-    """Append-only record of one connection."""
+    """Append-only record of one connection, except for stderr floods.
+
+    Frames are all kept (checks need them).  stderr lines are not evidence of
+    conformance, and an agent may write gigabytes of them: the transcript keeps
+    the first ``STDERR_HEAD`` and the last ``STDERR_TAIL`` lines, and one note,
+    where the dropping began, that says how many were dropped
+    (``stderr_dropped``).  A line carrying a violation is never dropped.
+    """
 
     def __init__(self, label: str = "") -> None:
         self.label = label
         self.started = time.monotonic()
         self.entries: list[Entry] = []
         self.violations: list[Violation] = []
+        self.stderr_total = 0
+        self.stderr_dropped = 0
+        self._stderr_tail: deque[Entry] = deque()  # droppable stderr entries, oldest first
+        self._drop_note: Entry | None = None
 
     def _now(self) -> float:
         return round(time.monotonic() - self.started, 6)
@@ -170,7 +190,42 @@ class Transcript:
     def add(self, direction: Direction, raw: bytes | str, message: Any = None) -> Entry:
         entry = Entry(self._now(), direction, raw, message)
         self.entries.append(entry)
+        if direction == "stderr":
+            self.stderr_total += 1
+            if self.stderr_total > STDERR_HEAD:
+                self._stderr_tail.append(entry)
+                excess = len(self._stderr_tail) - STDERR_TAIL
+                # Compacting costs a pass over the entries: only when it frees at least a
+                # quarter of them (and a tail's worth), so each line costs O(1) amortised.
+                if excess >= max(STDERR_TAIL, len(self.entries) // 4):
+                    self._drop_stderr(excess)
         return entry
+
+    def _drop_stderr(self, n: int) -> None:
+        """Drop the ``n`` oldest droppable stderr lines; count them in one note."""
+        doomed: set[int] = set()
+        first: Entry | None = None
+        for _ in range(n):
+            e = self._stderr_tail.popleft()
+            if not e.violations:
+                doomed.add(id(e))
+                first = first or e
+        if first is None:
+            return
+        self.stderr_dropped += len(doomed)
+        kept: list[Entry] = []
+        for e in self.entries:
+            if id(e) not in doomed:
+                kept.append(e)
+            elif self._drop_note is None:
+                self._drop_note = Entry(e.t, "note", "")
+                kept.append(self._drop_note)
+        self.entries = kept
+        assert self._drop_note is not None
+        self._drop_note.raw = (
+            f"... {self.stderr_dropped} stderr line(s) of the peer dropped here (a flood: the first "
+            f"{STDERR_HEAD} and the last {STDERR_TAIL} are kept) ..."
+        )
 
     def violation(self, v: Violation, entry: Entry | None = None) -> None:
         self.violations.append(v)
@@ -194,6 +249,7 @@ class Transcript:
                 yield e.message
 
     def stderr(self) -> list[str]:
+        """The stderr lines kept (see the class docstring; ``stderr_dropped`` counts the others)."""
         return [e.text() for e in self.entries if e.direction == "stderr"]
 
     # ------------------------------------------------------------- rendering

@@ -7,9 +7,9 @@ from typing import Any
 
 from acp_conformance.clauses import registry
 from acp_conformance.results import ClauseResult, Status
-from acp_conformance.transcript import Entry, Transcript
+from acp_conformance.transcript import Entry, Transcript, redactor
 
-__all__ = ["PASSIVE_CLAUSES", "passive_results"]
+__all__ = ["MAX_EXAMPLES_PER_CLAUSE", "PASSIVE_CLAUSES", "passive_results"]
 
 Predicate = Callable[[list[Entry]], bool]
 
@@ -81,30 +81,66 @@ PASSIVE_CLAUSES: dict[str, tuple[tuple[str, ...], Predicate]] = {
 }
 
 
-def passive_results(transcript: Transcript, peer_role: str, *, excerpt_lines: int = 40) -> list[ClauseResult]:
-    """Judge ``transcript`` (of a peer playing ``peer_role``) on the passive clauses."""
+#: Distinct messages reported per clause and transcript; the rest are counted.
+MAX_EXAMPLES_PER_CLAUSE = 20
+
+
+def passive_results(
+    transcript: Transcript,
+    peer_role: str,
+    *,
+    excerpt_lines: int = 40,
+    max_examples: int = MAX_EXAMPLES_PER_CLAUSE,
+) -> list[ClauseResult]:
+    """Judge ``transcript`` (of a peer playing ``peer_role``) on the passive clauses.
+
+    Linear in the transcript, whatever the peer sends: a peer writing 20,000
+    bad lines makes 20,000 violations, and judging them one against every entry
+    (or with one 40-line excerpt each) took minutes and hundreds of megabytes.
+    So the entry of each violation is found in one pass; per clause and status,
+    the first ``max_examples`` distinct messages are reported, each with the
+    excerpt around its first occurrence, and the rest are counted in one more
+    result of the same status (the verdict is the same).  Messages are redacted
+    here: schema messages quote the peer's values, secrets included.
+    """
     reg = registry()
-    inbound = [e for e in transcript.entries if e.direction == "in"]
+    redact = redactor()
+    where: dict[int, Entry] = {}
+    for e in transcript.entries:
+        for v in e.violations:
+            where.setdefault(id(v), e)
     out: list[ClauseResult] = []
     failed: set[str] = set()
+    shown: dict[tuple[str, Status], set[str]] = {}
+    hidden: dict[tuple[str, Status], int] = {}
     for v in transcript.violations:
         if v.clause_id not in reg:
             raise ValueError(f"internal error: violation names unknown clause {v.clause_id!r}")
         clause = reg.get(v.clause_id)
         if not clause.applies_to(peer_role):
             continue
+        failed.add(v.clause_id)
         hard = v.severity == "error" and clause.mandatory
-        status = Status.FAIL if hard else Status.WARN
-        evidence_entries = [e for e in transcript.entries if v in e.violations]
+        key = (v.clause_id, Status.FAIL if hard else Status.WARN)
+        messages = shown.setdefault(key, set())
+        if v.message in messages:
+            continue  # the same finding again: one result says it
+        if len(messages) >= max_examples:
+            hidden[key] = hidden.get(key, 0) + 1
+            continue
+        messages.add(v.message)
+        entry = where.get(id(v))
+        excerpt = transcript.excerpt([entry] if entry is not None else [], last=excerpt_lines)
+        out.append(ClauseResult(v.clause_id, key[1], redact(v.message), excerpt))
+    for (clause_id, status), n in hidden.items():
         out.append(
             ClauseResult(
-                v.clause_id,
+                clause_id,
                 status,
-                v.message,
-                transcript.excerpt(evidence_entries, last=excerpt_lines),
+                f"{n} more violation(s) of this clause not listed: only the first {max_examples} distinct messages are",
             )
         )
-        failed.add(v.clause_id)
+    inbound = [e for e in transcript.entries if e.direction == "in"]
     for clause_id, (roles, exercised) in PASSIVE_CLAUSES.items():
         if clause_id in failed or peer_role not in roles or clause_id not in reg:
             continue
