@@ -69,6 +69,8 @@ __all__ = [
 ]
 
 MODES = ("auto", "agent-initiated", "manual")
+#: How much of the client's own stdout is kept for evidence.
+STDOUT_TAIL_BYTES = 8192
 MANUAL_NOTE = " (manually verified)"
 
 
@@ -170,6 +172,7 @@ class ClientHarness:
         self.manual = False  # set when a result depended on a person
         self._n = 0
         self._stderr: list[str] = []
+        self._stdout_tail = b""
 
     @property
     def mode(self) -> str:
@@ -205,9 +208,12 @@ class ClientHarness:
             tail = conn.stderr_tail()
         else:
             tail = self._stderr[-20:]
+        redact = redactor()
         if tail:
-            redact = redactor()
             text += "\n--- client stderr (last lines) ---\n" + "\n".join(redact(line) for line in tail)
+        if self._stdout_tail:
+            lines = self._stdout_tail.decode("utf-8", "replace").splitlines()[-10:]
+            text += "\n--- client stdout (last lines) ---\n" + "\n".join(redact(line)[:500] for line in lines)
         return text
 
     # --------------------------------------------------------------- driver
@@ -332,13 +338,30 @@ class ClientHarness:
 
         cwd = self.config.cwd or str(sandbox)
         async with spawn(argv, env=env, cwd=cwd, on_stderr=on_stderr, grace=self.config.exit_grace) as proc:
-            try:
-                if p.prompt_via == "stdin":
-                    text = prompt if prompt is not None else p.prompt_text
-                    await proc.send(text.replace("\n", " ").encode() + b"\n")
-                yield proc, argv
-            finally:
-                self._stderr = list(proc.stderr_tail)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._drain_stdout, proc)
+                try:
+                    if p.prompt_via == "stdin":
+                        text = prompt if prompt is not None else p.prompt_text
+                        await proc.send(text.replace("\n", " ").encode() + b"\n")
+                    yield proc, argv
+                finally:
+                    self._stderr = list(proc.stderr_tail)
+                    tg.cancel_scope.cancel()
+
+    async def _drain_stdout(self, proc: ProcessTransport) -> None:
+        """Read the client's own stdout (its user-facing output) for as long as it runs.
+
+        Nobody else reads it: a client printing every streamed update (``acpx
+        --format json`` does) would otherwise fill the pipe, block, and look
+        like a client that stopped answering its agent.  The tail is kept as
+        evidence.
+        """
+        while True:
+            data = await proc.receive()
+            if not data:
+                return
+            self._stdout_tail = (self._stdout_tail + data)[-STDOUT_TAIL_BYTES:]
 
     async def _await_relay(self, server: ControlServer, proc: ProcessTransport, transcript: Transcript) -> Any:
         """The relay the client launched; a clear FAIL if it never comes."""

@@ -76,6 +76,21 @@ async def test_unknown_update_kinds_sessions_and_tool_calls(acp_client: ClientHa
         await turn.end()
 
 
+@pytest.mark.clause("jsonrpc.every-request-answered")
+async def test_update_flood(acp_client: ClientHarness) -> None:
+    """2000 streamed message chunks (about 400 KiB) as fast as the wire takes them, then a permission request:
+    the client keeps reading, and answers it as it answered the one before the flood."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        baseline = await _baseline(turn)
+        words = "streaming " * 20
+        for i in range(2000):
+            await turn.say(f"{i:04d} {words}\n")
+        await _still_answers(acp_client, turn, "jsonrpc.every-request-answered", "a flood of 2000 updates", baseline)
+        await turn.end()
+
+
 @pytest.mark.clause("ext.meta.everywhere", "ext.meta.no-assumptions", "cap.custom-meta")
 async def test_meta_everywhere(acp_client: ClientHarness) -> None:
     """``_meta`` on the initialize result, the capabilities, the session, every update, content block and
