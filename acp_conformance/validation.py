@@ -123,12 +123,28 @@ class SchemaValidator:
         spec = self.methods.get(method)
         if spec is None or spec.response is None:
             return []
+        if method == "initialize" and _later_version(result):
+            # The agent chose a newer protocol version than this schema describes (the right
+            # answer to a version it does not support is its latest, e.g. 2 to our 999): the
+            # rest of that body follows the newer version, which a v1 schema cannot judge.
+            # Only the version field itself is checked; the client is to disconnect.
+            return []
         return self.validate(spec.response, result)
 
     def check_error(self, error: Any) -> list[SchemaIssue]:
         if "Error" not in self._defs:
             return []
         return self.validate("Error", error)
+
+
+#: The protocol version the bundled suite and the stable v1 schema describe.
+SCHEMA_PROTOCOL_VERSION = 1
+
+
+def _later_version(result: Any) -> bool:
+    """An initialize result negotiating a (well-formed) version newer than ours."""
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    return type(version) is int and SCHEMA_PROTOCOL_VERSION < version <= 65535
 
 
 def _is_tag_failure(e: Any, depth: int) -> bool:

@@ -259,3 +259,15 @@ def test_session_update_validation_is_cheap(schema_validator: SchemaValidator) -
         validate("SessionNotification", CHUNK)
     per_frame = (time.perf_counter() - start) / n
     assert per_frame < 50e-6, f"{per_frame * 1e6:.1f} µs per session/update"
+
+
+def test_an_initialize_result_for_a_later_version_is_not_judged_by_the_v1_schema(
+    schema_validator: SchemaValidator,
+) -> None:
+    """Answering our 999 with its latest version (2) is right; the v2-shaped body is beyond v1."""
+    v2_shaped = {"protocolVersion": 2, "agentCapabilities": {}, "authMethods": [{"name": "no id in v1 terms"}]}
+    assert schema_validator.check_result("initialize", v2_shaped) == []
+    as_v1 = {**v2_shaped, "protocolVersion": 1}
+    assert [i.path for i in schema_validator.check_result("initialize", as_v1)] == ["/authMethods/0"]
+    # Not a version at all: still judged.
+    assert schema_validator.check_result("initialize", {**v2_shaped, "protocolVersion": 70000})
