@@ -31,6 +31,7 @@ C_RESULT_XOR_ERROR = "jsonrpc.result-xor-error"
 C_ERROR_OBJECT = "jsonrpc.error-object"
 C_ID_TYPES = "jsonrpc.id-types"
 C_ID_NOT_NULL = "jsonrpc.id-not-null"
+C_RESPONSE_ID = "jsonrpc.response-id-echo"
 
 
 class ErrorCode(IntEnum):
@@ -211,7 +212,19 @@ def classify(msg: Any, raw: bytes = b"") -> tuple[str | None, list[Violation]]:
     has_result = "result" in msg
     has_error = "error" in msg
     if "id" not in msg:
-        problems.append(Violation(C_REQUEST_SHAPE, "object has neither method nor id", raw=short))
+        if has_result or has_error:
+            # A response whose id is missing altogether (JSON-RPC 2.0 requires it, null when
+            # the request's id could not be read); typically an answer to a notification.
+            problems.append(
+                Violation(
+                    C_RESPONSE_ID,
+                    f"a response ({'error' if has_error else 'result'}) without an id; if it answers a "
+                    "notification, notifications are never answered",
+                    raw=short,
+                )
+            )
+        else:
+            problems.append(Violation(C_REQUEST_SHAPE, "object has neither method nor id", raw=short))
         return None, problems
     if has_result and has_error:
         problems.append(Violation(C_RESULT_XOR_ERROR, "response has both result and error", raw=short))

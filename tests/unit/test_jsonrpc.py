@@ -163,6 +163,15 @@ def test_neither_result_nor_error() -> None:
     assert messages(out) == []
 
 
+def test_a_response_without_any_id_is_named_as_such() -> None:
+    """Seen from zed codex-acp 0.16.0: an error answering our $/cancel_request notification."""
+    out = feed(b'{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found"}}', outstanding=1)
+    assert clauses(out) == [("jsonrpc.response-id-echo", "error")]
+    assert messages(out) == []
+    out = feed(b'{"jsonrpc":"2.0","params":{}}', outstanding=1)
+    assert clauses(out) == [("jsonrpc.request-shape", "error")]
+
+
 @pytest.mark.parametrize(
     ("error", "fragment"),
     [
@@ -209,7 +218,7 @@ def test_request_shape_problems() -> None:
     out = feed(b'{"jsonrpc":"2.0","id":1,"method":"m","params":"x"}')
     assert clauses(out) == [("jsonrpc.request-shape", "error")]
     out = feed(b'{"jsonrpc":"2.0","result":{}}')
-    assert clauses(out) == [("jsonrpc.request-shape", "error")]
+    assert clauses(out) == [("jsonrpc.response-id-echo", "error")]  # a response, missing its id
 
 
 # ------------------------------------------------------------------- helpers
