@@ -21,6 +21,9 @@ by strict xfails in ``test_memory.py``.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import re
 import sys
 from pathlib import Path
@@ -59,10 +62,24 @@ def only(*tests: str) -> tuple[str, str]:
 
 @pytest.fixture(scope="session")
 def baseline_mib(tmp_path_factory: pytest.TempPathFactory) -> float:
-    """Peak RSS of the suite run against the reference agent (same tests)."""
-    run = run_hostile("reference", tmp_path_factory.mktemp("reference"), *only(*CORE), *FAST, command=REFERENCE)
-    assert not run.with_status("FAIL", "WARN"), run.summary()
-    return run.peak_rss_mib
+    """Peak RSS of the suite run against the reference agent (same tests).
+
+    Measured once per session: xdist workers share it through a file in the
+    session's common temporary directory, under a lock (a run costs seconds).
+    """
+    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else None
+    with contextlib.ExitStack() as stack:
+        if shared is not None:
+            lock = stack.enter_context(open(shared / "hostile-baseline.lock", "w"))
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            cached = shared / "hostile-baseline-mib"
+            if cached.is_file():
+                return float(cached.read_text())
+        run = run_hostile("reference", tmp_path_factory.mktemp("reference"), *only(*CORE), *FAST, command=REFERENCE)
+        assert not run.with_status("FAIL", "WARN"), run.summary()
+        if shared is not None:
+            cached.write_text(repr(run.peak_rss_mib))
+        return run.peak_rss_mib
 
 
 def check_run(run: HostileRun, *, seconds: float, baseline: float, extra_mib: float = BOUNDED_EXTRA_MIB) -> None:
