@@ -98,8 +98,13 @@ class AgentSetup:
     meta: bool = False
     modes: dict[str, Any] | None = None
     config_options: list[dict[str, Any]] | None = None
+    #: Send ``agentCapabilities: {}``: every capability absent, which a client must read as unsupported
+    #: (the flags above are then all false, which is what the handlers enforce).
+    omit_capabilities: bool = False
 
     def capabilities(self) -> dict[str, Any]:
+        if self.omit_capabilities:
+            return {"_meta": {"acp-conformance": {"probe": True}}} if self.meta else {}
         caps: dict[str, Any] = {
             "loadSession": self.load_session,
             "promptCapabilities": {
@@ -625,7 +630,7 @@ class AgentEndpoint:
         if not isinstance(blocks, list):
             self.flag("prompt.params", "session/prompt params lack a prompt array", req)
             blocks = []
-        caps = self.setup.capabilities()["promptCapabilities"]
+        caps = self.setup.capabilities().get("promptCapabilities", {})
         for b in blocks:
             kind = b.get("type") if isinstance(b, dict) else None
             if kind in CONTENT_GATES:

@@ -224,6 +224,29 @@ class StringFsFlag(MockClient):
         return params
 
 
+class LoadsWhenCapabilityOmitted(MockClient):
+    """Reads an absent loadSession as "supported" and reloads the session it remembers."""
+
+    async def initialize(self) -> bool:
+        ok = await super().initialize()
+        caps = self.endpoint.init_result.get("agentCapabilities")
+        if ok and isinstance(caps, dict) and "loadSession" not in caps:
+            await self.peer.call("session/load", {"sessionId": "sess-remembered", "cwd": self.cwd, "mcpServers": []})
+        return ok
+
+
+class GivesUpWithoutPromptCapabilities(MockClient):
+    """Refuses to work with an agent that declares no promptCapabilities (absent means all false)."""
+
+    async def initialize(self) -> bool:
+        ok = await super().initialize()
+        caps = self.endpoint.init_result.get("agentCapabilities")
+        if ok and isinstance(caps, dict) and "promptCapabilities" not in caps:
+            self.fail("the agent declares no promptCapabilities: giving up")
+            return False
+        return ok
+
+
 class IgnoresVersion(MockClient):
     async def initialize(self) -> bool:
         await super().initialize()
@@ -620,6 +643,11 @@ class SplitsCharacters(MockClient):
         return result
 
 
+#: Why a client that uses a capability the agent did not advertise also breaks cap.omitted-unsupported.
+WHY_OMITTED = (
+    "with agentCapabilities left out entirely it is also use of an absent capability (cap.omitted-unsupported)"
+)
+
 BREAKAGES: dict[str, ClientBreakage] = {
     # transport
     "keepalive-text": ClientBreakage(KeepaliveText, "transport.stdio.stdin-clean"),
@@ -674,6 +702,13 @@ BREAKAGES: dict[str, ClientBreakage] = {
         StringFsFlag, "cap.client.fs-defaults", also=frozenset({"schema.valid"}),
         why_also="the schema types the flag as a boolean",
     ),
+    "loads-when-capability-omitted": ClientBreakage(
+        LoadsWhenCapabilityOmitted, "cap.omitted-unsupported", also=frozenset({"session.load.gated"}),
+        why_also="the session/load it sends is one the agent did not advertise",
+    ),
+    "gives-up-without-prompt-capabilities": ClientBreakage(
+        GivesUpWithoutPromptCapabilities, "cap.all-combinations", status="WARN"
+    ),
     "ignores-version": ClientBreakage(IgnoresVersion, "init.version.client-disconnect", status="WARN"),
     # session
     "pipelined-session-new": ClientBreakage(
@@ -688,28 +723,49 @@ BREAKAGES: dict[str, ClientBreakage] = {
     "relative-cwd": ClientBreakage(RelativeCwd, "session.cwd.absolute"),
     "http-mcp-server": ClientBreakage(HttpMcpServer, "session.mcp.transport-gated"),
     "relative-mcp-command": ClientBreakage(RelativeMcpCommand, "session.mcp.shapes"),
-    "loads-unadvertised-session": ClientBreakage(LoadsUnadvertisedSession, "session.load.gated"),
-    "lists-unadvertised": ClientBreakage(ListsUnadvertised, "session.list.gated"),
-    "resumes-unadvertised": ClientBreakage(ResumesUnadvertised, "session.resume.gated"),
-    "closes-unadvertised": ClientBreakage(ClosesUnadvertised, "session.close.gated"),
-    "deletes-unadvertised": ClientBreakage(DeletesUnadvertised, "session.delete.gated"),
-    "logs-out-unadvertised": ClientBreakage(LogsOutUnadvertised, "auth.logout.gated"),
+    "loads-unadvertised-session": ClientBreakage(
+        LoadsUnadvertisedSession, "session.load.gated", also=frozenset({"cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED,
+    ),
+    "lists-unadvertised": ClientBreakage(
+        ListsUnadvertised, "session.list.gated", also=frozenset({"cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED,
+    ),
+    "resumes-unadvertised": ClientBreakage(
+        ResumesUnadvertised, "session.resume.gated", also=frozenset({"cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED,
+    ),
+    "closes-unadvertised": ClientBreakage(
+        ClosesUnadvertised, "session.close.gated", also=frozenset({"cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED,
+    ),
+    "deletes-unadvertised": ClientBreakage(
+        DeletesUnadvertised, "session.delete.gated", also=frozenset({"cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED,
+    ),
+    "logs-out-unadvertised": ClientBreakage(
+        LogsOutUnadvertised, "auth.logout.gated", also=frozenset({"cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED,
+    ),
     "prompts-unknown-session": ClientBreakage(PromptsUnknownSession, "prompt.after-setup"),
     "prompt-not-array": ClientBreakage(
         PromptNotArray, "prompt.params", also=frozenset({"schema.valid"}),
         why_also="prompt is an array in the schema",
     ),
     "image-without-capability": ClientBreakage(
-        ImageWithoutCapability, "content.image.gated", also=frozenset({"prompt.content-gated"}),
-        why_also="an image block is content the agent did not allow",
+        ImageWithoutCapability, "content.image.gated",
+        also=frozenset({"prompt.content-gated", "cap.omitted-unsupported"}),
+        why_also="an image block is content the agent did not allow; " + WHY_OMITTED,
     ),
     "audio-without-capability": ClientBreakage(
-        AudioWithoutCapability, "content.audio.gated", also=frozenset({"prompt.content-gated"}),
-        why_also="an audio block is content the agent did not allow",
+        AudioWithoutCapability, "content.audio.gated",
+        also=frozenset({"prompt.content-gated", "cap.omitted-unsupported"}),
+        why_also="an audio block is content the agent did not allow; " + WHY_OMITTED,
     ),
     "resource-without-capability": ClientBreakage(
-        ResourceWithoutCapability, "content.resource.gated", also=frozenset({"prompt.content-gated"}),
-        why_also="an embedded resource is content the agent did not allow",
+        ResourceWithoutCapability, "content.resource.gated",
+        also=frozenset({"prompt.content-gated", "cap.omitted-unsupported"}),
+        why_also="an embedded resource is content the agent did not allow; " + WHY_OMITTED,
     ),
     # fs
     "wrong-read-content": ClientBreakage(WrongReadContent, "fs.read.response"),

@@ -11,6 +11,7 @@ import pytest
 from acp_conformance.agent_endpoint import AgentSetup
 from acp_conformance.client_harness import ClientHarness
 from acp_conformance.core.events import Request
+from acp_conformance.errors import PeerError
 from acp_conformance.results import Status
 from acp_conformance.suite.client._support import first_turn, manual_check, require
 from acp_conformance.transport.process import descendants
@@ -162,6 +163,45 @@ async def test_session_and_prompt(acp_client: ClientHarness) -> None:
         )
         # Give a client that would (wrongly) load or prompt again a moment to do so.
         await conn.peer.quiet_for(0.3, lambda e: isinstance(e, Request) and e.method == "session/load")
+
+
+#: Methods a client may only send when the agent advertised the matching capability.
+GATED_METHODS = ("session/load", "session/resume", "session/list", "session/close", "session/delete", "logout")
+GATED_BLOCKS = ("image", "audio", "resource")
+
+
+@pytest.mark.clause("cap.omitted-unsupported", "cap.all-combinations")
+async def test_agent_capabilities_omitted(acp_client: ClientHarness) -> None:
+    """The agent answers initialize with an empty agentCapabilities: every capability is absent, so unsupported
+    (a client must not read "absent" as "supported"). The client still runs a turn (it copes with an agent that
+    declares nothing), and uses none of the capabilities: no session/load, resume, list, close, delete or
+    logout, no image, audio or embedded resource in the prompt."""
+    require(acp_client, "prompt")
+    async with acp_client.connect(AgentSetup(omit_capabilities=True)) as conn:
+        try:
+            turn = await first_turn(acp_client, conn)
+        except PeerError as exc:
+            acp_client.check(
+                "cap.all-combinations",
+                False,
+                "a session and a prompt turn with an agent that declares no capabilities at all",
+                exc.message,
+            )
+            return
+        acp_client.check("cap.all-combinations", True, "a prompt turn with an agent declaring no capabilities", "")
+        await turn.say("Hello from an agent that declares no capabilities.")
+        await turn.end()
+        # Give a client that would (wrongly) go on to load, list or resume a moment to do so.
+        await conn.peer.quiet_for(0.3, lambda e: isinstance(e, Request) and e.method in GATED_METHODS)
+        used = sorted({e.method for e in conn.peer.events if isinstance(e, Request) and e.method in GATED_METHODS})
+        blocks = sorted({str(b.get("type")) for t in conn.agent.turns for b in t.prompt
+                         if isinstance(b, dict) and b.get("type") in GATED_BLOCKS})
+        acp_client.check(
+            "cap.omitted-unsupported",
+            not used and not blocks,
+            "no method or content gated by a capability the agent left out (absent means unsupported)",
+            f"sent {', '.join(used + [f'a {b} block' for b in blocks])}",
+        )
 
 
 def _pairs(value: Any) -> bool:
