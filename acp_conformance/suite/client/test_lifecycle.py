@@ -13,7 +13,7 @@ from acp_conformance.client_harness import ClientHarness
 from acp_conformance.core.events import Request
 from acp_conformance.errors import PeerError
 from acp_conformance.results import Status
-from acp_conformance.suite.client._support import first_turn, manual_check, require
+from acp_conformance.suite.client._support import first_turn, inconclusive, manual_check, require
 from acp_conformance.transport.process import descendants
 
 pytestmark = pytest.mark.anyio
@@ -181,11 +181,16 @@ async def test_agent_capabilities_omitted(acp_client: ClientHarness) -> None:
         try:
             turn = await first_turn(acp_client, conn)
         except PeerError as exc:
+            went_on = [e.method for e in conn.peer.events if isinstance(e, Request) and e.method.startswith("session/")]
+            if went_on:
+                # It did not stop at the empty capabilities; why no turn came is judged elsewhere
+                # (e.g. prompt.after-setup for a prompt to an unknown session).
+                inconclusive(f"no prompt turn to script ({exc.message}), although the client sent {went_on}")
             acp_client.check(
                 "cap.all-combinations",
                 False,
                 "a session and a prompt turn with an agent that declares no capabilities at all",
-                exc.message,
+                f"the client stopped after initialize: {exc.message}",
             )
             return
         acp_client.check("cap.all-combinations", True, "a prompt turn with an agent declaring no capabilities", "")
