@@ -312,7 +312,8 @@ class ProcessTransport:
             self._stderr_line(pending)
 
     def _stderr_line(self, line: bytes) -> None:
-        text = self._redact(line[:STDERR_LINE_CAP].decode("utf-8", "replace").rstrip("\r"))
+        # Redact, then cut: a cut through a secret must not leave its prefix readable.
+        text = self._redact(line.decode("utf-8", "replace").rstrip("\r"))[:STDERR_LINE_CAP]
         self.stderr_total += 1
         self.stderr_tail.append(text)
         if self.on_stderr is not None:

@@ -219,13 +219,19 @@ async def test_peer_stderr_is_redacted_as_it_arrives() -> None:
     import anyio
 
     from acp_conformance.transport import spawn
+    from acp_conformance.transport.process import STDERR_LINE_CAP
 
     seen: list[str] = []
-    script = "import os, sys; print('key=' + os.environ['HOSTILE_STDERR_TOKEN'], file=sys.stderr)"
+    pad = STDERR_LINE_CAP - 10  # the second line is cut in the middle of the secret
+    script = (
+        "import os, sys; key = os.environ['HOSTILE_STDERR_TOKEN']; "
+        f"print('key=' + key, file=sys.stderr); print('x' * {pad} + key, file=sys.stderr)"
+    )
     with anyio.fail_after(10):
         async with spawn(
             [sys.executable, "-c", script], env={"HOSTILE_STDERR_TOKEN": AGENT_SECRET}, on_stderr=seen.append
         ) as tr:
             await tr.process.wait()
-    assert seen == ["key=[REDACTED]"]
-    assert list(tr.stderr_tail) == ["key=[REDACTED]"]
+    cut = ("x" * pad + "[REDACTED]")[:STDERR_LINE_CAP]
+    assert seen == ["key=[REDACTED]", cut]
+    assert list(tr.stderr_tail) == seen
