@@ -302,9 +302,7 @@ async def test_cancel_request_for_the_prompt_gets_one_answer(acp_agent: AgentHar
 
 
 # --------------------------------------------------- cancel vs pending permission
-async def pending_permission(
-    acp: AgentHarness, conn: Connection, sid: str
-) -> tuple[Cancelled, PermissionCall, int]:
+async def pending_permission(acp: AgentHarness, conn: Connection, sid: str) -> tuple[Cancelled, PermissionCall, int]:
     """Start a tool turn and wait for its first permission request (held, unanswered).
 
     Returns ``(the turn, the PermissionCall, its position)``; NOT_APPLICABLE when the turn ends

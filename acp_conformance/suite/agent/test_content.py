@@ -97,11 +97,19 @@ async def test_gated_content_type(acp_agent: AgentHarness, kind: str) -> None:
         flag = GATED[kind]
         declared = conn.client.agent_supports(f"promptCapabilities.{flag}")
         if declared:
-            record(acp_agent, Status.NOT_APPLICABLE, f"the agent declares promptCapabilities.{flag}",
-                   "content.gated.agent-undeclared")
+            record(
+                acp_agent,
+                Status.NOT_APPLICABLE,
+                f"the agent declares promptCapabilities.{flag}",
+                "content.gated.agent-undeclared",
+            )
         else:
-            record(acp_agent, Status.NOT_APPLICABLE, f"the agent does not declare promptCapabilities.{flag}",
-                   "content.gated.agent-accepts")
+            record(
+                acp_agent,
+                Status.NOT_APPLICABLE,
+                f"the agent does not declare promptCapabilities.{flag}",
+                "content.gated.agent-accepts",
+            )
         await baseline(acp_agent, conn, sid)
         accepted, what = await probe(acp_agent, conn, sid, kind)
         if declared:

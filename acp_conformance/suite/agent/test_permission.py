@@ -192,10 +192,8 @@ async def test_allow_once_is_not_remembered(acp_agent: AgentHarness, request: py
         acp_agent.check(
             "perm.agent-honours-outcome",
             False,
-            "a new permission request before running again a tool of the kind allowed only once "
-            f"({sorted(kinds)})",
+            f"a new permission request before running again a tool of the kind allowed only once ({sorted(kinds)})",
             f"the second tool turn ran it without asking: tool call(s) {ran} in progress/completed, "
             f"{len(effects)} file write(s)/command(s)",
         )
         close_out(acp_agent, request.node, "not judged on this path")
-

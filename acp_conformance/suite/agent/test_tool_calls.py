@@ -83,9 +83,7 @@ async def round_trip(conn: Connection, *, also: Callable[[Event], bool] | None =
     return await conn.peer.wait_for(done, start=mark, what=f"an answer to our {PING} request")
 
 
-async def wait_prompt_response(
-    conn: Connection, rid: Any, start: int, timeout: float | None = None
-) -> Response | None:
+async def wait_prompt_response(conn: Connection, rid: Any, start: int, timeout: float | None = None) -> Response | None:
     """The session/prompt response, or None if none came in time (nothing is flagged here)."""
     try:
         ev = await conn.peer.wait_for(
