@@ -16,6 +16,16 @@ declare -A CMD=(
   [python-sdk-echo-agent]="$PY $EX/echo_agent.py"
   [python-sdk-agent]="$PY $EX/agent.py"
   [ts-sdk-1.9.0-example-agent]="node $ROOT/node_modules/acp-ts-sdk-1.9.0/dist/examples/agent.js"
+  # Peer profiles (acp_conformance/agent_profiles): full turns against the scripted model
+  # endpoint on 127.0.0.1, no key, no network.  Node adapters start slowly under load.
+  [claude-agent-acp]="claude-agent-acp"
+  [codex-acp]="codex-acp"
+  [zed-codex-acp]="zed-codex-acp"
+)
+declare -A EXTRA=(
+  [claude-agent-acp]="--acp-timeout=30"
+  [codex-acp]="--acp-timeout=30"
+  [zed-codex-acp]="--acp-timeout=30"
 )
 
 run_one() {
@@ -29,5 +39,6 @@ run_one() {
 
 want="${1:-all}"
 for name in "${!CMD[@]}"; do
-  if [ "$want" = all ] || [ "$want" = "$name" ]; then run_one "$name" "${CMD[$name]}"; fi
+  # shellcheck disable=SC2086  # EXTRA holds whole options, split on purpose
+  if [ "$want" = all ] || [ "$want" = "$name" ]; then run_one "$name" "${CMD[$name]}" ${EXTRA[$name]:-}; fi
 done
