@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from acp_conformance.core import jsonrpc
 from acp_conformance.peer import Peer
 from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent
@@ -26,13 +25,14 @@ def frame_filter(agent: MockAgent, fn: Callable[[dict[str, Any]], Any]) -> None:
     bytes to send verbatim, or None to drop)."""
 
     def wire(data: bytes) -> bytes:
-        msg = orjson.loads(data)
+        # jsonrpc, not orjson: our own frames may carry what orjson refuses (lone surrogates, big ints).
+        msg = jsonrpc.decode(data.rstrip(b"\n"))[0]
         out = fn(msg)
         if out is None:
             return b""
         if isinstance(out, bytes):
             return out
-        return orjson.dumps(out) + b"\n"
+        return jsonrpc.dumps(out) + b"\n"
 
     agent.peer.wire_filter = wire
 

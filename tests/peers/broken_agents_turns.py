@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -177,7 +176,7 @@ class SwallowsCancelledRequest(MockAgent):
         super().on_cancel_request(params)
 
         def drop(data: bytes) -> bytes:
-            msg = orjson.loads(data)
+            msg = jsonrpc.decode(data.rstrip(b"\n"))[0]
             return b"" if "method" not in msg and msg.get("id") == rid else data
 
         self.peer.wire_filter = drop  # the cancelled request's answer never leaves
@@ -287,6 +286,12 @@ class AcceptsUndeclaredImages(MockAgent):
         return caps  # ...and still takes image blocks like the reference does
 
 
+_OMITTED = frozenset({"cap.omitted-unsupported"})
+_WHY = (
+    "the scenario library's capability-gating turn declares no capabilities at all (clientCapabilities: {}), "
+    "so the same ungated call also takes omitted capabilities for supported"
+)
+
 BREAKAGES: dict[str, Breakage] = {
     # tool calls
     "relative-tool-location": Breakage(RelativeToolLocation, "tool.location.shape"),
@@ -331,15 +336,15 @@ BREAKAGES: dict[str, Breakage] = {
     "idle-cancel-closes-session": Breakage(IdleCancelClosesSession, "cancel.idle", status="WARN"),
     "swallows-cancelled-request": Breakage(SwallowsCancelledRequest, "cancelreq.must-answer"),
     # capability gating
-    "reads-without-capability": Breakage(ReadsWithoutCapability, "fs.read.gated"),
+    "reads-without-capability": Breakage(ReadsWithoutCapability, "fs.read.gated", also=_OMITTED, why_also=_WHY),
     "reads-when-fs-omitted": Breakage(
         ReadsWhenFsOmitted,
         "cap.omitted-unsupported",
         also=frozenset({"fs.read.gated"}),
         why_also="reading files the client never offered is also an ungated fs/read_text_file",
     ),
-    "writes-without-capability": Breakage(WritesWithoutCapability, "fs.write.gated"),
-    "terminal-without-capability": Breakage(TerminalWithoutCapability, "term.gated"),
+    "writes-without-capability": Breakage(WritesWithoutCapability, "fs.write.gated", also=_OMITTED, why_also=_WHY),
+    "terminal-without-capability": Breakage(TerminalWithoutCapability, "term.gated", also=_OMITTED, why_also=_WHY),
     "elicits-without-capability": Breakage(ElicitsWithoutCapability, "elicit.mode.gated"),
     "fails-without-fs": Breakage(
         FailsWithoutFs,
