@@ -88,9 +88,9 @@ def test_reports_contain_no_secret(leaky: HostileRun) -> None:
 @needs_linux
 @pytest.mark.xfail(
     strict=True,
-    reason="BUG: pytest's failure report of a ConformanceFailure ('observed ...') and its transcript section are "
-    "printed verbatim on the terminal (pytest_plugin.pytest_runtest_makereport should redact rep.longrepr and "
-    "rep.sections; the ACP summary lines already are)",
+    reason="BUG: pytest's failure report of a ConformanceFailure ('observed ...') is printed verbatim on the "
+    "terminal (pytest_plugin.pytest_runtest_makereport should redact rep.longrepr; the transcript section and "
+    "the ACP summary lines already are)",
 )
 def test_terminal_output_contains_no_secret(leaky: HostileRun) -> None:
     assert SUITE_SECRET not in leaky.suite.stdout, where(leaky.suite.stdout, SUITE_SECRET)
