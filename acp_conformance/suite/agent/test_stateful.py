@@ -83,6 +83,8 @@ STEPS = 15
 TURN_OUTPUT = {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
 PERMISSION_KINDS = ("allow_once", "allow_always", "reject_once", "reject_always")
 ENV_OUT = "ACP_FUZZ_OUT"
+#: A request no agent implements: the round trip that flushes what the agent wrote before it.
+PROBE = "session/acp_conformance_fuzz_probe"
 
 
 @dataclass
@@ -341,6 +343,11 @@ def _machine(ctx: _Context) -> type[RuleBasedStateMachine]:
             turn = self.turns.get(sid)
             # No waiting for the turn to show output first: a cancel right behind its prompt must
             # cancel it too (the mock agent once lost exactly that one).
+            if turn is not None and self.pending_permission(sid) is None and self.blocked(turn):
+                # A "long" turn is only presumed busy: a round trip first makes sure its answer was not
+                # already on the way (an agent that ignores the long prompt ends at once; its answer
+                # would otherwise cross our cancel and read as a cancel ignored).
+                self.request(PROBE, {})
             blocked = turn is not None and self.blocked(turn)
             if turn is not None:
                 turn.cancelled = True
