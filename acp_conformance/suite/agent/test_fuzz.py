@@ -554,7 +554,10 @@ class FrameFuzzer:
         echo = {
             r.index
             for r in responses
-            if r.id is not None and _same(r.id, frame.id) and (not frame.trackable_id or frame.mutation)
+            # A request with a null id (discouraged, not forbidden) is rightly answered under null.
+            if (r.id is not None or frame.id is None)
+            and _same(r.id, frame.id)
+            and (not frame.trackable_id or frame.mutation)
         }
         if not echo:
             return
