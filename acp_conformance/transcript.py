@@ -10,19 +10,16 @@ the way out (``to_jsonl`` / ``excerpt``), never stored in reports.
 
 from __future__ import annotations
 
-import functools
-import json
-import os
-import re
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import orjson
 
 from acp_conformance.core.events import Violation
+from acp_conformance.redaction import REDACTED, redact_data, redactor, register_secrets
 
 __all__ = [
     "REDACTED",
@@ -37,100 +34,6 @@ __all__ = [
 ]
 
 Direction = Literal["in", "out", "stderr", "note"]
-
-#: Names whose values are taken for secrets: API keys, tokens, passwords, credentials...
-_SECRET_NAME = re.compile(
-    r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|COOKIE|SESSION_ID|PRIVATE|(?:^|_)PASS(?:$|_))",
-    re.I,
-)
-#: Shorter values are left alone: masking them would mangle ordinary text.
-_MIN_SECRET_LEN = 6
-#: Well-known shapes of credentials, masked wherever they appear, even when no
-#: variable of ours holds them (an agent may read its own config files).
-_SECRET_SHAPES = (
-    r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_\-]{20,}",  # OpenAI / Anthropic keys
-    r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
-    r"\bgithub_pat_[A-Za-z0-9_]{22,}",
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
-    r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack tokens
-    r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API keys
-    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
-    r"(?<=Bearer )[A-Za-z0-9._~+/=\-]{16,}",  # an Authorization header's credential
-)
-REDACTED = "[REDACTED]"
-
-#: Values registered at run time (``register_secrets``), e.g. from ``--acp-agent-env``.
-_registered: set[str] = set()
-
-
-def _is_secret(name: str, value: str) -> bool:
-    return bool(_SECRET_NAME.search(name)) and len(value) >= _MIN_SECRET_LEN
-
-
-def register_secrets(env: Mapping[str, str]) -> None:
-    """Redact, from now on and in this process, the values of ``env``'s secret-looking names.
-
-    ``redactor()`` sees ``os.environ``; the variables given to the peer only
-    (``--acp-agent-env``, a peer profile's) are not there, so whoever builds the
-    peer's environment registers them (``transport.process.spawn`` does).
-    """
-    _registered.update(v for k, v in env.items() if _is_secret(k, v))
-
-
-def _forms(value: str) -> set[str]:
-    """A value as it may appear in text: as is, and JSON-escaped (a frame carries it
-    that way if it holds a quote, a backslash, a control or, with ``ensure_ascii`` -
-    Python's ``json`` default - a non-ASCII character)."""
-    return {value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
-
-
-#: Substrings every match of a shape contains: a cheap test before the regex, which
-#: matters because every stderr line of a flooding agent goes through here.
-_SHAPE_HINTS = (
-    *("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AKIA", "ASIA", "xox", "AIza"),
-    *("PRIVATE KEY-----", "Bearer "),
-)
-_SHAPES = re.compile("|".join(_SECRET_SHAPES))
-
-
-@functools.lru_cache(maxsize=64)
-def _compiled(values: frozenset[str]) -> Callable[[str], str]:
-    forms = tuple(sorted({f for v in values for f in _forms(v)}, key=len, reverse=True))  # longest first
-    literal = re.compile("|".join(re.escape(f) for f in forms)) if forms else None
-
-    def redact(text: str) -> str:
-        if literal is not None and any(f in text for f in forms):
-            text = literal.sub(REDACTED, text)
-        if any(h in text for h in _SHAPE_HINTS):
-            text = _SHAPES.sub(REDACTED, text)
-        return text
-
-    return redact
-
-
-def redactor(env: Mapping[str, str] | None = None) -> Callable[[str], str]:
-    """Return ``f(text) -> text`` that masks secrets with ``[REDACTED]``.
-
-    Secrets: values (at least 6 characters) of secret-looking names in ``env``
-    (default ``os.environ``) or registered with ``register_secrets``, in their
-    literal and JSON-escaped forms, plus well-known credential shapes (API keys,
-    tokens, private keys, bearer credentials).  Redact before cutting text, so a
-    truncated line never shows a secret's prefix.
-    """
-    source = os.environ if env is None else env
-    return _compiled(frozenset({v for k, v in source.items() if _is_secret(k, v)} | _registered))
-
-
-def redact_data(data: Any, redact: Callable[[str], str] | None = None) -> Any:
-    """A copy of JSON-like ``data`` with every string (keys included) redacted."""
-    redact = redact or redactor()
-    if isinstance(data, str):
-        return redact(data)
-    if isinstance(data, dict):
-        return {redact_data(k, redact): redact_data(v, redact) for k, v in data.items()}
-    if isinstance(data, (list, tuple)):
-        return [redact_data(v, redact) for v in data]
-    return data
 
 
 @dataclass

@@ -19,6 +19,7 @@ PKG = ROOT / "acp_conformance"
 LAYERS: list[tuple[str, int]] = [
     ("acp_conformance._util", 0),
     ("acp_conformance.errors", 0),
+    ("acp_conformance.redaction", 0),
     ("acp_conformance.core", 1),
     ("acp_conformance.transport", 2),
     ("acp_conformance.model_stub", 2),

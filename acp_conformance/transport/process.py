@@ -58,7 +58,7 @@ import anyio.abc
 
 from acp_conformance._util import single_exception
 from acp_conformance.errors import ConfigurationError, PeerExited
-from acp_conformance.transcript import redactor, register_secrets
+from acp_conformance.redaction import redactor, register_secrets
 
 __all__ = ["SPAWN_TAG_VAR", "ProcessTransport", "descendants", "parse_command", "spawn"]
 
@@ -292,14 +292,20 @@ class ProcessTransport:
         if stream is None:
             return
         pending = b""
+        skipping = False  # inside an over-long line whose head was already shown
         try:
             while True:
                 chunk = await stream.receive(READ_CHUNK)
                 pending += chunk
                 *lines, pending = pending.split(b"\n")
-                if len(pending) > STDERR_LINE_CAP:  # a flood without newlines
-                    lines.append(pending)
-                    pending = b""
+                if lines and skipping:
+                    lines, skipping = lines[1:], False  # the tail of that line: dropped, not a line of its own
+                if len(pending) > 2 * STDERR_LINE_CAP:  # a flood without newlines
+                    # Keep twice the cap before showing the head, so a secret that straddles the
+                    # cut is still whole when it is redacted; the rest of the line is dropped.
+                    if not skipping:
+                        lines.append(pending)
+                    pending, skipping = b"", True
                 for line in lines:
                     self._stderr_line(line)
         except (
@@ -308,7 +314,7 @@ class ProcessTransport:
             anyio.BrokenResourceError,
         ):
             pass
-        if pending:
+        if pending and not skipping:
             self._stderr_line(pending)
 
     def _stderr_line(self, line: bytes) -> None:

@@ -15,8 +15,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from mock_agent.agent import MockAgent  # noqa: E402
-from mock_agent.cli import main  # noqa: E402
+from mock_agent.agent import MockAgent
+from mock_agent.cli import main
 
 
 class DraftFeatureAgent(MockAgent):
