@@ -216,7 +216,10 @@ class AgentHarness:
         protocol_version: Any,
         terminals: VirtualTerminals | None,
     ) -> AsyncIterator[Connection]:
-        async with spawn(self.config.command, env=env, cwd=cwd, on_stderr=on_stderr) as transport:
+        # Each teardown stage (stdin EOF, SIGTERM) waits at most this long: an agent that ignores
+        # both must not cost more per connection than the deadline the user chose for a wait.
+        grace = min(2.0, self.config.timeout)
+        async with spawn(self.config.command, env=env, cwd=cwd, on_stderr=on_stderr, grace=grace) as transport:
             peer = Peer(
                 transport,
                 Role.CLIENT,

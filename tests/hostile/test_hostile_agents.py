@@ -251,19 +251,14 @@ def test_agent_ignoring_stdin_eof_and_sigterm(tmp_path: Path, baseline_mib: floa
 def test_agent_leaving_processes_behind(tmp_path: Path, baseline_mib: float, name: str, sleepers: set[str]) -> None:
     run = run_hostile(name, tmp_path, *only(*CORE), *FAST)
     check_run(run, seconds=90, baseline=baseline_mib)
-    assert not run.with_status("FAIL", "INCONCLUSIVE", "WARN"), run.summary()
+    assert not run.with_status("FAIL", "INCONCLUSIVE"), run.summary()
+    # What it left behind was still running after stdin EOF: the agent did not (all) exit.
+    assert run.with_status("WARN") == {"transport.stdio.exit-on-stdin-close"}, run.summary()
     started = run.records("sleepers")
     assert {s["how"] for s in started} == sleepers
     assert len(started) >= len(sleepers) * len(CORE), "fewer escapes than agent processes: the attack did not run"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: 'exits after stdin closes' is judged on the spawned process only: a launcher that exits at once "
-    "passes although the agent it started (another process group) ignores EOF and is SIGKILLed at teardown "
-    "(suite/agent/test_transport.py uses ProcessTransport.wait_exit, which waits for the direct child; "
-    "ProcessTransport.wait_gone waits for the whole spawn and is what it should call)",
-)
 def test_agent_behind_an_exiting_launcher_is_judged_on_stdin_eof(tmp_path: Path) -> None:
     run = run_hostile("launcher", tmp_path, *only("test_exits_after_stdin_closes"), *FAST)
     assert run.statuses()["transport.stdio.exit-on-stdin-close"] == "WARN", run.summary()

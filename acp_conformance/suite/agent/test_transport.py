@@ -41,7 +41,7 @@ async def test_exits_after_stdin_closes(acp_agent: AgentHarness) -> None:
     """Reported, not required: does the agent exit once the client closes its stdin?"""
     async with acp_agent.connect() as conn:
         await conn.transport.close_output()
-        exited = await conn.transport.wait_exit(5.0)
+        exited = await conn.transport.wait_gone(5.0)
         acp_agent.check(
             "transport.stdio.exit-on-stdin-close",
             exited,
