@@ -23,6 +23,7 @@ from acp_conformance._pytest_keys import HARNESS, STATE
 from acp_conformance.clauses import registry
 from acp_conformance.errors import AcpError, ConfigurationError, ConformanceFailure, PeerError
 from acp_conformance.harness import AgentConfig, AgentHarness
+from acp_conformance.redaction import redactor, register_secrets
 from acp_conformance.reporting import RunResults, TestRecord
 from acp_conformance.results import ClauseResult, Status
 from acp_conformance.schema import locate_schema
@@ -84,6 +85,7 @@ def _agent_config(config: pytest.Config) -> AgentConfig:
         if not sep or not key:
             raise pytest.UsageError(f"--acp-agent-env expects KEY=VALUE, got {item!r}")
         env[key] = value
+    register_secrets(env)  # the xdist controller never spawns the agent, yet writes the reports
     cwd = opt("acp_agent_cwd")
     if cwd and not Path(cwd).is_dir():
         raise pytest.UsageError(f"--acp-agent-cwd {cwd!r} is not a directory")
@@ -234,6 +236,9 @@ def _fuzz_options(config: pytest.Config) -> str:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "clause(*ids): the ACP clause ids this test checks")
     agent, client = config.getoption("acp_agent"), config.getoption("acp_client")
+    for name, value in (("--acp-agent", agent), ("--acp-client", client)):
+        if value is not None and not value.strip():
+            raise pytest.UsageError(f"{name} is empty: give the command line of the peer to certify")
     if agent and client:
         raise pytest.UsageError("give either --acp-agent or --acp-client, not both")
     if not agent and not client:
@@ -319,6 +324,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             evidence = harness.evidence()
             if evidence:
                 rep.sections.append(("acp transcript (most recent last)", evidence))
+    if rep.failed:
+        # pytest's own rendering of a failure quotes observed values: mask them like the reports.
+        redact = redactor()
+        if rep.longrepr is not None:
+            rep.longrepr = redact(str(rep.longrepr))
+        rep.sections = [(title, redact(text)) for title, text in rep.sections]
     if call.when != "teardown":
         return
     status, exc = item.stash.get(_CALL, ("error", None))
@@ -326,6 +337,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     rep.user_properties.append(("acp_results", [r.to_json() for r in results]))
     if harness.peer_info is not None:
         rep.user_properties.append(("acp_peer", harness.peer_info))
+    del item.stash[HARNESS]  # its transcripts are in the report now; keep no harness past its test
 
 
 def _test_results(item: pytest.Item, harness: Any, outcome: str, exc: BaseException | None) -> list[ClauseResult]:

@@ -6,9 +6,6 @@ End to end: the suite runs with a secret-looking variable in its environment
 puts both values in agentInfo, stderr, message chunks, error messages, a
 schema-invalid update (whose validation message quotes the value) and the
 stderr tail of a stalled turn.  In-process: the transcript's own redaction.
-
-The strict xfail is a leak found here that needs a change outside the redaction code
-(see docs/hostile-peers.md).
 """
 
 from __future__ import annotations
@@ -86,12 +83,6 @@ def test_reports_contain_no_secret(leaky: HostileRun) -> None:
 
 
 @needs_linux
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: pytest's failure report of a ConformanceFailure ('observed ...') is printed verbatim on the "
-    "terminal (pytest_plugin.pytest_runtest_makereport should redact rep.longrepr; the transcript section and "
-    "the ACP summary lines already are)",
-)
 def test_terminal_output_contains_no_secret(leaky: HostileRun) -> None:
     assert SUITE_SECRET not in leaky.suite.stdout, where(leaky.suite.stdout, SUITE_SECRET)
 
