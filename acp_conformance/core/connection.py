@@ -202,9 +202,13 @@ class Connection:
 
     # ----------------------------------------------------------------- outbound
     def next_request_id(self) -> int:
-        rid = self._next_id
-        self._next_id += 1
-        return rid
+        """The next free integer id: ids a caller chose itself (``send_request(id=...)``,
+        e.g. the fuzzer registering a raw frame's id) are skipped while outstanding."""
+        while True:
+            rid = self._next_id
+            self._next_id += 1
+            if jsonrpc.id_key(rid) not in self._outgoing:
+                return rid
 
     def send_request(self, method: str, params: Any = None, *, id: Any = None) -> tuple[Any, bytes]:
         """Serialize a request; returns ``(id, bytes)``. ``params=None`` omits params."""

@@ -183,3 +183,12 @@ def test_odd_digit_string_ids_do_not_crash(rid: str) -> None:
     conn.send_request("initialize", {})
     out = conn.receive_data(result_frame(rid))
     assert [v.clause_id for v in only(out, Violation)] == ["jsonrpc.response-id-echo"]
+
+
+def test_generated_ids_skip_ids_the_caller_chose_itself() -> None:
+    """The fuzzer registers a raw frame's id (say 1) before its own probe asks for a fresh one."""
+    conn = Connection(Role.CLIENT)
+    first, _ = conn.send_request("a")
+    conn.send_request("raw", id=first + 1)
+    probe, _ = conn.send_request("probe")
+    assert probe == first + 2

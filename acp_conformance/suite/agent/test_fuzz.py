@@ -587,7 +587,12 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
+        # An integer beyond 2**53 comes back as the nearest double from a JavaScript peer: the
+        # same number as far as JSON interoperability goes (RFC 8259 § 6).
+        try:
+            return a == b or float(a) == float(b)
+        except OverflowError:
+            return False
     return type(a) is type(b) and bool(a == b)
 
 

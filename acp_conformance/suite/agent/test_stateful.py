@@ -343,11 +343,7 @@ def _machine(ctx: _Context) -> type[RuleBasedStateMachine]:
             turn = self.turns.get(sid)
             # No waiting for the turn to show output first: a cancel right behind its prompt must
             # cancel it too (the mock agent once lost exactly that one).
-            if turn is not None and self.pending_permission(sid) is None and self.blocked(turn):
-                # A "long" turn is only presumed busy: a round trip first makes sure its answer was not
-                # already on the way (an agent that ignores the long prompt ends at once; its answer
-                # would otherwise cross our cancel and read as a cancel ignored).
-                self.request(PROBE, {})
+            presumed = turn is not None and self.pending_permission(sid) is None and self.blocked(turn)
             blocked = turn is not None and self.blocked(turn)
             if turn is not None:
                 turn.cancelled = True
@@ -355,6 +351,13 @@ def _machine(ctx: _Context) -> type[RuleBasedStateMachine]:
             sent_at = len(self.peer.events)
             self.call(self.conn.client.cancel, sid)  # also answers its pending permissions "cancelled"
             self.steps.append(f"cancel({sid!r})")
+            if presumed:
+                # A "long" turn is only presumed busy (an agent that ignores the long prompt ends at
+                # once, and its answer can cross our cancel). A round trip behind the cancel settles
+                # it: a turn answered after the agent answered a request it read *after* the cancel
+                # had read the cancel before it answered; anything earlier may be a crossing.
+                self.request(PROBE, {})
+                sent_at = len(self.peer.events)
             if turn is not None:
                 self._judge_cancelled(turn, blocked, C_CANCELLED, "a cancelled", sent_at)
 
@@ -396,8 +399,9 @@ def _machine(ctx: _Context) -> type[RuleBasedStateMachine]:
         def _judge_cancelled(self, turn: _Turn, blocked: bool, clause: str, what: str, sent_at: int) -> None:
             """Judge the stop reason of a turn that was still running when the cancel (or close) went out.
 
-            ``sent_at`` is the length of the event list just before it went out: a response
-            already received by then preceded it and owes nothing to it.
+            ``sent_at`` is the length of the event list just before it went out (for a turn only
+            presumed busy: once the round trip behind the cancel is back): a response already
+            received by then may precede it and owes nothing to it.
             """
             resp = self.wait(turn.rid, "session/prompt")
             if not blocked or resp is None:
