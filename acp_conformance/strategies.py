@@ -1857,7 +1857,10 @@ def _m_odd_id(draw: DrawFn, ctx: _MutationContext) -> Frame:
     msg["id"] = draw(_ids(True, null=True))
     f = _mk(ctx, msg, "odd-id", f"id = {_clip(repr(msg['id']), 60)}", Expect("required", id_clause=C_ID_TYPES))
     if msg["id"] is None:
-        f = replace(f, expect=_ANY)
+        # A null request id is discouraged (RequestId: "this specification uses a value of Null
+        # for Responses with an unknown id"), and many SDKs read it as a notification: an answer
+        # is fine, silence no breach.
+        f = replace(f, expect=_OPTIONAL)
     return f
 
 
@@ -1893,9 +1896,10 @@ def _m_envelope(draw: DrawFn, ctx: _MutationContext) -> Frame:
         msg.setdefault("params", {})
         msg["id"] = None
         detail = "a request with id null"
-    if how == "method-and-result":
-        # Ambiguous by construction: with an id and a result it reads as a response too, and
-        # responses are never answered. An answer is fine; silence is no breach.
+    if how in ("method-and-result", "null-id"):
+        # Ambiguous by construction: with an id and a result it reads as a response too (never
+        # answered); a null id is discouraged and often read as a notification. An answer is
+        # fine; silence is no breach.
         expect = _OPTIONAL
     elif "method" in msg and "id" in msg:
         expect = _ANY

@@ -67,6 +67,9 @@ class Connection:
         self._answered: dict[tuple[str, Any], str] = {}
         # id_key -> (id, method) for the peer's requests we still owe an answer.
         self._incoming: dict[tuple[str, Any], tuple[Any, str]] = {}
+        # id_keys of raw frames we wrote ourselves (malformed on purpose): answers under them are
+        # neither paired with a method nor flagged, however many come.
+        self._unpaired: set[tuple[str, Any]] = set()
         self.inbound_frames = 0
         self.eof = False
 
@@ -163,6 +166,8 @@ class Connection:
         if key in self._outgoing:
             method = self._outgoing.pop(key)[1]
             self._answered[key] = method
+        elif key in self._unpaired:
+            pass  # an answer to a frame we wrote raw: whoever sent it judges it
         elif key in self._answered:
             method = self._answered[key]
             duplicate = True
@@ -250,6 +255,19 @@ class Connection:
         if key not in self._incoming:
             raise LocalProtocolError(f"no outstanding request with id {id!r} to answer")
         del self._incoming[key]
+
+    def allow_unpaired(self, id: Any) -> None:
+        """Accept answers under ``id`` without pairing or flagging them, until ``forget_unpaired``.
+
+        For frames written raw (a fuzzer's malformed request, an id reused on purpose): the
+        core cannot know what they asked, so judging their answers is the sender's business.
+        """
+        key = jsonrpc.id_key(id)
+        self._answered.pop(key, None)
+        self._unpaired.add(key)
+
+    def forget_unpaired(self, id: Any) -> None:
+        self._unpaired.discard(jsonrpc.id_key(id))
 
     def forget_outgoing(self, id: Any) -> None:
         """Stop expecting an answer (e.g. the request's deadline passed)."""

@@ -192,3 +192,17 @@ def test_generated_ids_skip_ids_the_caller_chose_itself() -> None:
     conn.send_request("raw", id=first + 1)
     probe, _ = conn.send_request("probe")
     assert probe == first + 2
+
+
+def test_answers_to_raw_frames_are_neither_paired_nor_flagged() -> None:
+    """A fuzzer's raw frame reusing an answered id, answered twice: the core stays out of it."""
+    conn = Connection(Role.CLIENT)
+    rid, _ = conn.send_request("session/new")
+    assert not [
+        e for e in conn.receive_data(b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % rid) if isinstance(e, Violation)
+    ]
+    conn.allow_unpaired(rid)
+    again = b'{"jsonrpc":"2.0","id":%d,"error":{"code":-32600,"message":"bad"}}\n' % rid
+    assert not [e for e in conn.receive_data(again + again) if isinstance(e, Violation)]
+    conn.forget_unpaired(rid)  # from now on an answer under that id answers nothing we sent
+    assert [e.clause_id for e in conn.receive_data(again) if isinstance(e, Violation)] == ["jsonrpc.response-id-echo"]

@@ -514,10 +514,15 @@ class FrameFuzzer:
             # paired with a method (judging one against the other's result schema was a false positive).
             and frame.mutation != "duplicate-id"
         )
+        unpaired = frame.has_id and not tracked
         if tracked:
             # Tell our side of the connection the id is ours, so the answer is matched and validated.
             peer.conn.forget_outgoing(rid)
             peer.conn.send_request(frame.method or "?", None, id=rid)
+        elif unpaired:
+            # An id we cannot pair (malformed, reused, out of range): its answers are judged here,
+            # by the frame's expectation, not by the core as answers to nothing.
+            peer.conn.allow_unpaired(rid)
         problems: list[acp.Problem] = []
         probe_ids: list[Any] = []
         try:
@@ -535,6 +540,8 @@ class FrameFuzzer:
         finally:
             if tracked:
                 peer.conn.forget_outgoing(rid)
+            elif unpaired:
+                peer.conn.forget_unpaired(rid)
         probe_keys = {jsonrpc.id_key(p) for p in probe_ids}
         window = peer.events[mark:]
         responses = [
@@ -608,6 +615,7 @@ def run_campaign(
 ) -> None:
     budget = FuzzBudget.from_env()
     findings: list[Finding] = []
+    strategy = strategy.filter(_harmless)
     with start_blocking_portal("asyncio") as portal:
         fuzzer = FrameFuzzer(acp_agent, portal, budget, baseline=baseline)
         fuzzer.start()
@@ -643,6 +651,18 @@ def run_campaign(
         fuzzer.skipped,
         database_key(name).decode(),
     )
+
+
+#: Methods with effects beyond the connection: a real agent may start an interactive login for
+#: ``authenticate`` or end the user's signed-in state for ``logout``. The auth tests send them only
+#: when the user asked (--acp-auth-method); the fuzzer never does.
+UNSAFE_METHODS = frozenset({"authenticate", "logout"})
+
+
+def _harmless(frame: acp.Frame) -> bool:
+    if frame.method in UNSAFE_METHODS:
+        return False
+    return not any(m in frame.data for m in (b'"authenticate"', b'"logout"'))
 
 
 def database_key(campaign: str) -> bytes:
