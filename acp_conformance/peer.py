@@ -328,6 +328,14 @@ class Peer:
         async with self._send_lock:
             pass
 
+    def expect_raw_answer(self, rid: Any, method: str) -> None:
+        """Treat ``rid`` as the id of a request we are about to write raw (``send_raw``): its
+        answer is paired with ``method``, validated, and awaited by ``wait_response`` (an
+        earlier answer under the same id, e.g. to our own setup request, no longer counts)."""
+        self.conn.forget_outgoing(rid)
+        self.conn.send_request(method, None, id=rid)  # registers the id; the bytes are not sent
+        self._responses.pop(jsonrpc.id_key(rid), None)
+
     async def send_raw(self, data: bytes) -> None:
         """Write bytes exactly as given: for deliberately malformed input."""
         await self._write(data, None, raw=True)

@@ -31,6 +31,7 @@ its replay blob and the database key.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -56,8 +57,8 @@ from hypothesis.strategies import SearchStrategy
 from acp_conformance import strategies as acp
 from acp_conformance.clauses import registry
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.events import Response, Violation
-from acp_conformance.errors import AcpError, ConfigurationError, ConformanceFailure, PeerError
+from acp_conformance.core.events import Event, Response, Violation
+from acp_conformance.errors import AcpError, ConfigurationError, ConformanceFailure, PeerError, PeerTimeout
 from acp_conformance.harness import AcpSpecWarning, AgentHarness, Connection
 from acp_conformance.results import Status
 
@@ -517,8 +518,7 @@ class FrameFuzzer:
         unpaired = frame.has_id and not tracked
         if tracked:
             # Tell our side of the connection the id is ours, so the answer is matched and validated.
-            peer.conn.forget_outgoing(rid)
-            peer.conn.send_request(frame.method or "?", None, id=rid)
+            peer.expect_raw_answer(rid, frame.method or "?")
         elif unpaired:
             # An id we cannot pair (malformed, reused, out of range): its answers are judged here,
             # by the frame's expectation, not by the core as answers to nothing.
@@ -528,9 +528,19 @@ class FrameFuzzer:
         try:
             for chunk in self._writes(frame, live):
                 await peer.send_raw(chunk)
-            if tracked and expect.answer == "required" and not expect.null_id_ok:
-                # It may take a while (a prompt turn): wait for this answer itself.
-                await peer.wait_response(rid, method=frame.method or "request", timeout=self.timeout)
+            if (tracked or unpaired) and expect.answer == "required":
+                # It may take a while (a prompt turn, a real agent loading a session): wait for
+                # this answer itself, not only for the probes behind it. Silence is judged below
+                # by the frame's expectation ("no answer").
+                key = _key(rid)
+
+                def answered(ev: Event) -> bool:
+                    return isinstance(ev, Response) and (
+                        _key(ev.id) == key or (expect.null_id_ok and ev.id is None and ev.is_error)
+                    )
+
+                with contextlib.suppress(PeerTimeout):
+                    await peer.wait_for(answered, start=mark, timeout=self.timeout, what="its answer")
             for _ in range(2):
                 probe_ids.append(await peer.send_request(PROBE, {}, validate=False))
                 await peer.wait_response(probe_ids[-1], method=PROBE, timeout=self.timeout)
@@ -540,8 +550,8 @@ class FrameFuzzer:
         finally:
             if tracked:
                 peer.conn.forget_outgoing(rid)
-            elif unpaired:
-                peer.conn.forget_unpaired(rid)
+            # Unpaired ids stay allowed: a slow agent's late answer to a malformed frame is not
+            # an answer "to nothing" (the frame's expectation has judged what came in time).
         probe_keys = {jsonrpc.id_key(p) for p in probe_ids}
         window = peer.events[mark:]
         responses = [
