@@ -29,14 +29,15 @@ class SuiteRun:
         return {cid for cid, s in self.statuses().items() if s in wanted}
 
 
-def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240) -> SuiteRun:
-    """``pytest --acp-agent=AGENT`` in a fresh directory, the way a user runs it."""
+def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240, role: str = "agent") -> SuiteRun:
+    """``pytest --acp-agent=AGENT`` (``role="client"``: ``--acp-client``) in a fresh directory,
+    the way a user runs it."""
     report = tmp / "report.json"
     env = dict(os.environ)
     env.pop("PYTEST_XDIST_WORKER", None)
     env.pop("PYTEST_ADDOPTS", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--acp-agent={agent}",
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--acp-{role}={agent}",
          f"--acp-report-json={report}", *extra],
         cwd=tmp,
         env=env,

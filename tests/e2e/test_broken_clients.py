@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from acp_conformance.suite_bindings import bindings
-from tests.e2e._suite_run import ROOT, SuiteRun, live_processes_matching
+from tests.e2e._suite_run import ROOT, SuiteRun, live_processes_matching, run_suite
 
 sys.path.insert(0, str(ROOT / "tests" / "peers"))
 from broken_clients import BREAKAGES
@@ -67,22 +67,15 @@ def processes_under(path: Path) -> list[str]:
 
 def run_client_suite(client: str, tmp: Path, *extra: str, timeout: float = 600) -> SuiteRun:
     """``pytest --acp-client=CLIENT --acp-client-profile=mock-client`` in a fresh directory."""
-    report = tmp / "report.json"
-    env = dict(os.environ)
-    env.pop("PYTEST_XDIST_WORKER", None)
-    env.pop("PYTEST_ADDOPTS", None)
-    proc = subprocess.run(
-        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--acp-client={client}",
-         "--acp-client-profile=mock-client", f"--acp-report-json={report}", f"--basetemp={tmp / 'bt'}", *extra],
-        cwd=tmp,
-        env=env,
-        capture_output=True,
-        text=True,
+    return run_suite(
+        client,
+        tmp,
+        "--acp-client-profile=mock-client",
+        f"--basetemp={tmp / 'bt'}",
+        *extra,
         timeout=timeout,
+        role="client",
     )
-    if not report.is_file():
-        pytest.fail(f"no report written (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-    return SuiteRun(proc.returncode, proc.stdout, json.loads(report.read_text()))
 
 
 @pytest.mark.parametrize("name", sorted(BREAKAGES))
@@ -167,7 +160,11 @@ def test_bad_input_is_a_clear_usage_error(tmp_path: Path, args: list[str], messa
     env.pop("PYTEST_XDIST_WORKER", None)
     proc = subprocess.run(
         [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 4, output
@@ -181,9 +178,21 @@ def test_bad_profile_names_file_line_and_key(tmp_path: Path) -> None:
     env = dict(os.environ)
     env.pop("PYTEST_XDIST_WORKER", None)
     proc = subprocess.run(
-        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--acp-client={REFERENCE}",
-         f"--acp-client-profile={profile}"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        [
+            PY,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--acp-client={REFERENCE}",
+            f"--acp-client-profile={profile}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     output = proc.stdout + proc.stderr
     assert proc.returncode == 4, output
@@ -229,10 +238,25 @@ def test_agent_initiated_mode_with_a_scripted_editor(tmp_path: Path) -> None:
     env.pop("PYTEST_XDIST_WORKER", None)
     env.pop("PYTEST_ADDOPTS", None)
     suite = subprocess.Popen(
-        [PY, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--acp-client=scripted-editor",
-         "--acp-client-mode=agent-initiated", f"--acp-client-control=unix:{sock}", "--acp-human-timeout=30",
-         f"--acp-report-json={report}", f"--basetemp={tmp_path / 'bt'}"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            PY,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--acp-client=scripted-editor",
+            "--acp-client-mode=agent-initiated",
+            f"--acp-client-control=unix:{sock}",
+            "--acp-human-timeout=30",
+            f"--acp-report-json={report}",
+            f"--basetemp={tmp_path / 'bt'}",
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     relay = f"{PY} -m mock_agent.relay --control unix:{sock} --connect-timeout 2"
     deadline = time.monotonic() + 600
@@ -242,9 +266,23 @@ def test_agent_initiated_mode_with_a_scripted_editor(tmp_path: Path) -> None:
                 time.sleep(0.05)  # polling for the next test's listener, like a person would
                 continue
             subprocess.run(
-                [PY, "-m", "mock_client", "--agent", relay, "--prompt", "hello", "--quiet", "--caps", "fs,terminal",
-                 "--cwd", str(tmp_path)],
-                cwd=tmp_path, capture_output=True, timeout=120,
+                [
+                    PY,
+                    "-m",
+                    "mock_client",
+                    "--agent",
+                    relay,
+                    "--prompt",
+                    "hello",
+                    "--quiet",
+                    "--caps",
+                    "fs,terminal",
+                    "--cwd",
+                    str(tmp_path),
+                ],
+                cwd=tmp_path,
+                capture_output=True,
+                timeout=120,
             )
         out, _ = suite.communicate(timeout=60)
     finally:
