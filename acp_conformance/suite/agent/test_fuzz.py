@@ -542,7 +542,11 @@ class FrameFuzzer:
                 with contextlib.suppress(PeerTimeout):
                     await peer.wait_for(answered, start=mark, timeout=self.timeout, what="its answer")
             for _ in range(2):
-                probe_ids.append(await peer.send_request(PROBE, {}, validate=False))
+                # Never under the frame's own id: its answer would be taken for the probe's.
+                pid = peer.conn.next_request_id()
+                while frame.has_id and _key(pid) == _key(rid):
+                    pid = peer.conn.next_request_id()
+                probe_ids.append(await peer.send_request(PROBE, {}, validate=False, id=pid))
                 await peer.wait_response(probe_ids[-1], method=PROBE, timeout=self.timeout)
         except PeerError as exc:
             what = "closed its output" if peer.closed.is_set() else "stopped answering"
