@@ -523,6 +523,11 @@ class FrameFuzzer:
             # An id we cannot pair (malformed, reused, out of range): its answers are judged here,
             # by the frame's expectation, not by the core as answers to nothing.
             peer.conn.allow_unpaired(rid)
+        else:
+            # Damaged bytes (invalid UTF-8, a cut frame...) may still carry a readable id, and an
+            # agent that decodes leniently answers under it: not an answer to nothing either.
+            for guess in _ids_in(frame.data):
+                peer.conn.allow_unpaired(guess)
         problems: list[acp.Problem] = []
         probe_ids: list[Any] = []
         try:
@@ -595,6 +600,20 @@ class FrameFuzzer:
                 f"(fuzz) {len(gone)} finding(s) on an answer echoing the deliberately odd id {frame.id!r:.60} "
                 "set aside: the fuzz test judges that answer itself"
             )
+
+
+_ID_TEXT = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,30})')
+
+
+def _ids_in(data: bytes) -> list[Any]:
+    """Request ids written in raw bytes, as far as they can be read."""
+    out = []
+    for m in _ID_TEXT.finditer(data[:65536]):
+        try:
+            out.append(orjson.loads(m.group(1)))
+        except orjson.JSONDecodeError:
+            continue
+    return out
 
 
 def _key(rid: Any) -> tuple[str, Any]:
