@@ -192,7 +192,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 #: The fuzz options travel to the tests (and to xdist workers, which inherit the environment) as these
-#: variables; ``acp_conformance/suite/agent/test_fuzz.py`` reads them.
+#: variables; ``acp_conformance/suite/_fuzz.py`` reads them (agent and client campaigns).
 FUZZ_ENV = {"examples": "ACP_FUZZ_EXAMPLES", "seconds": "ACP_FUZZ_SECONDS", "seed": "ACP_FUZZ_SEED"}
 
 
@@ -245,8 +245,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     state = AcpState(config, "agent" if agent else "client")
     config.stash[STATE] = state
-    if state.role == "agent" and not hasattr(config, "workerinput"):
-        state.fuzz_line = _fuzz_options(config)
+    if not hasattr(config, "workerinput"):
+        state.fuzz_line = _fuzz_options(config)  # both roles have fuzz campaigns
     if state.role == "client":
         client_plugin.configure(config, state)
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
