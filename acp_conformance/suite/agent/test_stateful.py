@@ -23,7 +23,7 @@ minimal step sequence, replayed once more, and that replay's transcript is
 written as a scenario file (``acp_conformance.scenario`` format; a JSONL
 transcript beside it) next to the report (``--acp-report-json``), or in
 ``$ACP_FUZZ_OUT``, or in the test's temporary directory.  Budget and seed as
-in test_fuzz.py (``ACP_FUZZ_EXAMPLES`` / 3 runs of 15 steps: 8 by default).
+in suite/_fuzz.py (``ACP_FUZZ_EXAMPLES`` / 3 runs of 15 steps: 8 by default).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from acp_conformance.errors import AcpError, ConformanceFailure, PeerError
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.peer import Peer
 from acp_conformance.results import Status
-from acp_conformance.suite.agent.test_fuzz import (
+from acp_conformance.suite._fuzz import (
     Finding,
     FuzzBudget,
     FuzzFinding,

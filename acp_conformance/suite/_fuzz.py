@@ -1,0 +1,720 @@
+"""Fuzzing a live peer with schema-derived frames: what the agent and client campaigns share.
+
+Both ``suite/agent/test_fuzz.py`` (the agent under test) and
+``suite/client/test_fuzz.py`` (the client under test) run Hypothesis
+campaigns of ``acp_conformance.strategies`` frames against a live peer.
+Everything that decides *whether the peer did the right thing* lives here,
+once, so both directions are judged by the same rules: a frame is written,
+what the peer owes for it (``Frame.expect``: the answer, the error code, or
+silence) is waited for and judged, then probe requests prove the peer still
+serves; failures become clause results that carry the seed, the shrunk frame,
+the replay line and the example-database key.
+
+The role-specific parts (how a connection is opened and prepared, which
+placeholders stand for which live values, what the probe request is) are the
+hooks of ``FrameFuzzer``.
+
+Budget and replay (the plugin options ``--acp-fuzz-examples``,
+``--acp-fuzz-seconds`` and ``--acp-fuzz-seed`` set the first three variables;
+the plugin resolves ``random`` once, before xdist workers start):
+
+* ``ACP_FUZZ_EXAMPLES`` examples per campaign (default 25);
+* ``ACP_FUZZ_SECONDS`` wall-clock budget for generating examples, per
+  campaign (default 20); once spent, frames not yet tried count as not
+  run; shrinking a failure gets a third of it more (at least 2 s);
+* ``ACP_FUZZ_SEED`` an integer (default 0: every run fuzzes the same
+  frames, so results are reproducible and equal under xdist), or ``random``;
+* ``ACP_FUZZ_REPLAY`` the ``reproduce_failure`` blob a report names, to
+  replay exactly that failing example;
+* ``ACP_FUZZ_DATABASE`` a directory for Hypothesis's example database
+  (default: none, nothing is written).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import time
+import warnings
+from abc import ABC, abstractmethod
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+import hypothesis
+import orjson
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+from hypothesis import HealthCheck, Phase, given, reproduce_failure, settings
+from hypothesis import seed as hypothesis_seed
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.errors import Flaky
+from hypothesis.strategies import SearchStrategy
+
+from acp_conformance import strategies as acp
+from acp_conformance.clauses import registry
+from acp_conformance.core import jsonrpc
+from acp_conformance.core.events import Event, Response, Violation
+from acp_conformance.errors import AcpError, ConfigurationError, ConformanceFailure, PeerError, PeerTimeout
+from acp_conformance.harness import AcpSpecWarning
+from acp_conformance.peer import Peer
+from acp_conformance.results import Status
+from acp_conformance.transcript import Transcript
+
+__all__ = [
+    "ENV_DATABASE",
+    "ENV_EXAMPLES",
+    "ENV_REPLAY",
+    "ENV_SECONDS",
+    "ENV_SEED",
+    "Finding",
+    "FrameFuzzer",
+    "FuzzBudget",
+    "FuzzFinding",
+    "Judge",
+    "Live",
+    "Recorder",
+    "database_key",
+    "finding_type",
+    "hypothesis_settings",
+    "live_connection",
+    "record_findings",
+    "replay_blobs",
+    "run_campaign",
+    "shrink_time_limit",
+    "with_replay",
+]
+
+
+class Recorder(Protocol):
+    """What a campaign needs of the harness under test (``AgentHarness`` and ``ClientHarness`` both are)."""
+
+    def record(self, clause: str, status: Status, message: str = "", evidence: str = "") -> None: ...
+
+
+class _Conn(Protocol):
+    """A live connection of either harness: its peer (our side) and its transcript."""
+
+    @property
+    def peer(self) -> Peer: ...
+
+    transcript: Transcript
+
+
+ENV_EXAMPLES = "ACP_FUZZ_EXAMPLES"
+ENV_SECONDS = "ACP_FUZZ_SECONDS"
+ENV_SEED = "ACP_FUZZ_SEED"
+ENV_REPLAY = "ACP_FUZZ_REPLAY"
+ENV_DATABASE = "ACP_FUZZ_DATABASE"
+
+C_ANSWERED = "jsonrpc.every-request-answered"
+C_PARSE = "jsonrpc.parse-error"
+C_INVALID_REQUEST = "jsonrpc.invalid-request"
+C_INVALID_PARAMS = "jsonrpc.invalid-params"
+C_UNKNOWN = "jsonrpc.unknown-method"
+C_NOTIFICATION = "jsonrpc.notification-no-response"
+C_ID_TYPES = "jsonrpc.id-types"
+C_META = "ext.meta.everywhere"
+C_EXT_UNKNOWN = "ext.request.unknown"
+
+#: Placeholders in generated frames, replaced by live values on the way out.
+LIVE_SESSION = "acp-fuzz-live-session"
+DEAD_SESSION = "acp-fuzz-no-such-session"
+LIVE_CWD = "/acp-fuzz-live-cwd"
+LIVE_MODE = "acp-fuzz-live-mode"
+#: Violations the core charges to an answer that merely echoes an id we broke on purpose.
+ID_ECHO_CLAUSES = frozenset(
+    {"jsonrpc.response-id-echo", "jsonrpc.id-types", "jsonrpc.id-not-null", "jsonrpc.no-duplicate-response"}
+)
+
+
+# ------------------------------------------------------------------- budget
+@dataclass(frozen=True)
+class FuzzBudget:
+    """How much to fuzz, and from which seed (see the module docstring)."""
+
+    examples: int = 25
+    seconds: float = 20.0
+    seed: int = 0
+    replay: str | None = None
+    database: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Any = None) -> FuzzBudget:
+        env = os.environ if environ is None else environ
+        examples = _int(env, ENV_EXAMPLES, cls.examples, minimum=1)
+        seconds = _float(env, ENV_SECONDS, cls.seconds)
+        raw_seed = env.get(ENV_SEED, "").strip()
+        if raw_seed.lower() == "random":
+            seed = secrets.randbits(32)
+        else:
+            seed = _int(env, ENV_SEED, cls.seed, minimum=0)
+        return cls(examples, seconds, seed, env.get(ENV_REPLAY) or None, env.get(ENV_DATABASE) or None)
+
+    @property
+    def shrink_seconds(self) -> float:
+        """Time allowed for shrinking one failure (a third of the generation budget, at least 2 s)."""
+        return max(2.0, self.seconds / 3)
+
+    def describe(self) -> str:
+        return f"seed {self.seed}, up to {self.examples} examples in {self.seconds:g} s"
+
+    def replay_hint(self, blob: str | None, clause: str, key: str = "", role: str = "agent") -> str:
+        line = f"{ENV_SEED}={self.seed}"
+        if blob:
+            line += f" {ENV_REPLAY}={blob}"
+        hint = f"replay: {line} pytest --acp-{role}=... --acp-clause={clause}"
+        if self.database:
+            hint += f"; saved in the example database {self.database}" + (f" under key {key!r}" if key else "")
+        return hint
+
+    def database_obj(self) -> ExampleDatabase | None:
+        return DirectoryBasedExampleDatabase(self.database) if self.database else None
+
+
+def _int(env: Any, name: str, default: int, *, minimum: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigurationError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _float(env: Any, name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not value > 0:
+        raise ConfigurationError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+@contextmanager
+def shrink_time_limit(seconds: float) -> Iterator[None]:
+    """Bound the time Hypothesis spends shrinking a failure (against a live peer each try is costly).
+
+    Hypothesis stops shrinking after ``MAX_SHRINKING_SECONDS`` (300 s) and
+    reports the smallest failure found so far; this lowers that limit for
+    the duration of one campaign.
+    """
+    from hypothesis.internal.conjecture import engine
+
+    old = getattr(engine, "MAX_SHRINKING_SECONDS", None)
+    if old is None:  # pragma: no cover - a Hypothesis without the knob: shrink as it likes
+        yield
+        return
+    engine.MAX_SHRINKING_SECONDS = max(1, int(seconds))
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = old
+
+
+def hypothesis_settings(budget: FuzzBudget, **overrides: Any) -> settings:
+    """Settings for a campaign against a live peer: no deadline, the blob printed, the budget's database."""
+    options: dict[str, Any] = {
+        "max_examples": budget.examples,
+        "deadline": None,
+        "database": budget.database_obj(),
+        "derandomize": False,
+        "print_blob": True,
+        "report_multiple_bugs": True,
+        "suppress_health_check": list(HealthCheck),
+        "phases": (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+    }
+    options.update(overrides)
+    return settings(**options)
+
+
+def replay_blobs(exc: BaseException) -> Iterator[tuple[BaseException, str | None]]:
+    """Each failure Hypothesis raised, with its ``reproduce_failure`` blob."""
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            yield from replay_blobs(sub)
+        return
+    blob = None
+    for note in getattr(exc, "__notes__", ()):
+        m = re.search(r"@reproduce_failure\([^,]+, (b'[^']*'|b\"[^\"]*\")\)", note)
+        if m:
+            blob = m.group(1)[2:-1]
+    yield exc, blob
+
+
+def with_replay(test: Any, budget: FuzzBudget) -> Any:
+    """Apply ``ACP_FUZZ_REPLAY`` (a blob, as the report prints it) to a ``@given`` test."""
+    if not budget.replay:
+        return test
+    blob = budget.replay.strip()
+    if blob.startswith(("b'", 'b"')):
+        blob = blob[2:-1]
+    return reproduce_failure(hypothesis.__version__, blob.encode())(test)
+
+
+# ------------------------------------------------------------- connections
+@contextmanager
+def live_connection(
+    portal: BlockingPortal, harness: Any, stream_failures: list[ConformanceFailure], *args: Any, **kwargs: Any
+) -> Iterator[Any]:
+    """``harness.connect()`` (an ``AgentHarness`` or a ``ClientHarness``) held open from synchronous code
+    (a Hypothesis test) through ``portal``.
+
+    A stream-level failure found when the connection closes (the harness
+    raises it on exit) is kept in ``stream_failures``: its result is
+    already recorded, and the fuzzing goes on.
+    """
+    cm: AbstractContextManager[Any] = portal.wrap_async_context_manager(harness.connect(*args, **kwargs))
+    conn = cm.__enter__()
+    try:
+        yield conn
+    except BaseException as exc:
+        if not cm.__exit__(type(exc), exc, exc.__traceback__):
+            raise
+    else:
+        try:
+            cm.__exit__(None, None, None)
+        except ConformanceFailure as failure:
+            stream_failures.append(failure)
+
+
+# ---------------------------------------------------------------- findings
+@dataclass
+class Finding:
+    """A clause broken by one (shrunk) example."""
+
+    clause: str
+    message: str
+    example: str
+    blob: str | None = None
+    evidence: str = ""
+
+
+class FuzzFinding(AssertionError):
+    """Raised inside a Hypothesis example; one subclass per clause keeps distinct bugs apart."""
+
+    clause = ""
+
+    def __init__(self, message: str, example: str, evidence: str) -> None:
+        super().__init__(f"[{self.clause}] {message}: {example}")
+        self.message = message
+        self.example = example
+        self.evidence = evidence
+
+
+_FINDING_TYPES: dict[str, type[FuzzFinding]] = {}
+
+
+def finding_type(clause: str) -> type[FuzzFinding]:
+    t = _FINDING_TYPES.get(clause)
+    if t is None:
+        name = "Fuzz_" + re.sub(r"\W", "_", clause)
+        t = _FINDING_TYPES[clause] = type(name, (FuzzFinding,), {"clause": clause})
+    return t
+
+
+def record_findings(
+    harness: Recorder,
+    budget: FuzzBudget,
+    what: str,
+    clauses: Sequence[str],
+    exercised: Counter[str],
+    findings: list[Finding],
+    ran: int,
+    skipped: int,
+    key: str = "",
+    role: str = "agent",
+) -> None:
+    """Turn a campaign into clause results; raise ``ConformanceFailure`` for a MUST broken.
+
+    ``role`` is the role of the peer under test (it names the pytest option in the replay line)."""
+    reg = registry()
+    seen: dict[str, Finding] = {}
+    for f in findings:
+        seen.setdefault(f.clause, f)
+    tail = f" ({budget.describe()}; {ran} run" + (f", {skipped} not run: budget spent" if skipped else "") + ")"
+    first_must: Finding | None = None
+    for clause, f in seen.items():
+        mandatory = reg.get(clause).mandatory
+        msg = f"{f.message}; {what}: {f.example}; {budget.replay_hint(f.blob, clause, key, role)}{tail}"
+        harness.record(clause, Status.FAIL if mandatory else Status.WARN, msg, f.evidence)
+        if mandatory and first_must is None:
+            first_must = f
+        elif not mandatory:
+            warnings.warn(AcpSpecWarning(f"[{clause}] {msg}"), stacklevel=2)
+    for clause in clauses:
+        if clause in seen:
+            continue
+        if exercised[clause]:
+            harness.record(clause, Status.PASS, f"{exercised[clause]} judgement(s) over {ran} {what}(s){tail}")
+        else:
+            harness.record(clause, Status.INCONCLUSIVE, f"no {what} exercised it{tail}")
+    if first_must is not None:
+        raise ConformanceFailure(
+            first_must.clause, f"no finding in {what}s", f"{first_must.message}: {first_must.example}"
+        )
+
+
+# -------------------------------------------------------------- the fuzzer
+@dataclass
+class Live:
+    """Live values standing in for the placeholders of one connection."""
+
+    conn: Any  # a harness connection: ``.peer`` and ``.transcript`` (``_Conn``)
+    #: Placeholder bytes -> the bytes they become on the wire.
+    values: dict[bytes, bytes] = field(default_factory=dict)
+    #: Methods the peer under test implements (by its advertised capabilities); -32601 is right for the others.
+    implemented: frozenset[str] = frozenset()
+    #: Methods seen to succeed on this connection without anything unusual (``baseline=True``).
+    succeeded: frozenset[str] = frozenset()
+    #: The request that proves the peer still serves: (method, params, validate outbound).
+    probe: tuple[str, Any, bool] = ("", None, False)
+
+
+Judge = Callable[[acp.Frame, Live], acp.Expect]
+
+
+class FrameFuzzer(ABC):
+    """Runs frames against the peer under test, one connection at a time.
+
+    Subclasses open and prepare a connection (``_connect``, ``_prepare``);
+    everything else (budget, memo, restart after a failure, the exchange
+    and its judgement) is the same for both roles.
+    """
+
+    #: Who is under test, for messages ("agent" / "client").
+    role = "agent"
+
+    def __init__(self, harness: Any, portal: BlockingPortal, budget: FuzzBudget) -> None:
+        self.harness = harness
+        self.portal = portal
+        self.budget = budget
+        self.timeout: float = harness.config.timeout
+        self.stream_failures: list[ConformanceFailure] = []
+        self.exercised: Counter[str] = Counter()
+        self.ran = 0
+        self.skipped = 0
+        self._memo: dict[tuple[bytes, tuple[bytes, ...]], tuple[list[acp.Problem], str]] = {}
+        self._live: Live | None = None
+        self._cm: Any = None
+        self._dirty = False
+        self._broken = False
+        self._deadline = 0.0
+        self.failed = False
+        self.first_failures: dict[str, Finding] = {}
+
+    # ----------------------------------------------------------------- hooks
+    @abstractmethod
+    def _connect(self) -> AbstractContextManager[Any]:
+        """A fresh connection to the peer under test (``live_connection(...)``)."""
+
+    @abstractmethod
+    async def _prepare(self, conn: Any) -> Live:
+        """Set the connection up for fuzzing (a live session...) and say what the placeholders become."""
+
+    def _applicable(self, frame: acp.Frame, live: Live) -> bool:
+        """False: this frame cannot be judged on this connection (it is not run, nor counted)."""
+        return True
+
+    # ----------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        self._deadline = time.monotonic() + self.budget.seconds
+        self._open()
+
+    def stop(self) -> None:
+        if self._cm is not None:
+            cm, self._cm, self._live = self._cm, None, None
+            try:
+                cm.__exit__(None, None, None)
+            except StopIteration:
+                pass
+            except ConformanceFailure as failure:
+                self.stream_failures.append(failure)
+
+    def _open(self) -> None:
+        self._cm = self._connect()
+        conn = self._cm.__enter__()
+        self._live = self.portal.call(self._prepare, conn)
+        self._dirty = False
+
+    def _note(self, text: str) -> None:
+        connections = getattr(self.harness, "connections", None)
+        if connections:
+            connections[-1].transcript.note(text)
+
+    # -------------------------------------------------------------- examples
+    def run(self, frame: acp.Frame, judge: Judge | None = None) -> None:
+        """Run one example; raise a ``FuzzFinding`` for the first problem."""
+        key = (frame.data, frame.chunks)
+        memo = self._memo.get(key)
+        if memo is None:
+            if not self.failed and time.monotonic() > self._deadline:
+                # Generation budget spent: new frames count as not run.  Once something failed,
+                # shrinking runs for real (bounded by ``shrink_time_limit``), so replays stay consistent.
+                self.skipped += 1
+                return
+            if self._broken:
+                self.skipped += 1
+                return
+            if self._live is None or self._dirty:
+                self.stop()
+                try:
+                    self._open()
+                except AcpError as exc:
+                    # Could not restart the peer: keep what was found, try nothing more.
+                    self._broken = True
+                    self._note(f"(fuzz) could not restart the {self.role}: {exc}")
+                    self.skipped += 1
+                    return
+            assert self._live is not None
+            if not self._applicable(frame, self._live):
+                return
+            expect = judge(frame, self._live) if judge else frame.expect
+            problems = self.portal.call(self._exchange, self._live, frame, expect)
+            self.ran += 1
+            judged = {expect.clause, expect.missing_clause, C_ANSWERED}
+            if frame.trackable_id:
+                judged.add(expect.id_clause)
+            for clause in judged:
+                self.exercised[clause] += 1
+            evidence = self.harness.evidence(self._live.conn) if problems else ""
+            memo = self._memo[key] = (problems, evidence)
+            for p in problems[:1]:
+                self.first_failures.setdefault(p.clause, Finding(p.clause, p.message, frame.describe(), None, evidence))
+            if problems:
+                self._dirty = True  # a fresh peer for the next example, so failures shrink independently
+                self.failed = True
+        problems, evidence = memo
+        if problems:
+            p = problems[0]
+            raise finding_type(p.clause)(p.message, frame.describe(), evidence)
+
+    def _writes(self, frame: acp.Frame, live: Live) -> list[bytes]:
+        data = frame.data
+        for placeholder, value in live.values.items():
+            data = data.replace(placeholder, value)
+        if len(frame.writes) == 1 or data == frame.data:
+            return [data] if len(frame.writes) == 1 else list(frame.writes)
+        # Same cut points as drawn, shifted by the substitution (the last piece takes the rest).
+        out, pos = [], 0
+        for piece in frame.writes[:-1]:
+            out.append(data[pos : pos + len(piece)])
+            pos += len(piece)
+        out.append(data[pos:])
+        return [w for w in out if w]
+
+    async def _exchange(self, live: Live, frame: acp.Frame, expect: acp.Expect) -> list[acp.Problem]:
+        peer = live.conn.peer
+        mark = len(peer.events)
+        rid = frame.id
+        tracked = (
+            frame.trackable_id
+            and frame.kind not in ("result", "error")
+            and not (isinstance(rid, int) and not -(2**63) <= rid < 2**63)
+            # Two requests under one id: the peer may answer them in any order, so no answer can be
+            # paired with a method (judging one against the other's result schema was a false positive).
+            and frame.mutation != "duplicate-id"
+        )
+        unpaired = frame.has_id and not tracked
+        if tracked:
+            # Tell our side of the connection the id is ours, so the answer is matched and validated.
+            peer.expect_raw_answer(rid, frame.method or "?")
+        elif unpaired:
+            # An id we cannot pair (malformed, reused, out of range): its answers are judged here,
+            # by the frame's expectation, not by the core as answers to nothing.
+            peer.conn.allow_unpaired(rid)
+        else:
+            # Damaged bytes (invalid UTF-8, a cut frame...) may still carry a readable id, and a
+            # peer that decodes leniently answers under it: not an answer to nothing either.
+            for guess in _ids_in(frame.data):
+                peer.conn.allow_unpaired(guess)
+        problems: list[acp.Problem] = []
+        probe_ids: list[Any] = []
+        method, params, validate = live.probe
+        try:
+            for chunk in self._writes(frame, live):
+                await peer.send_raw(chunk)
+            if (tracked or unpaired) and expect.answer == "required":
+                # It may take a while (a prompt turn, a real agent loading a session): wait for
+                # this answer itself, not only for the probes behind it. Silence is judged below
+                # by the frame's expectation ("no answer").
+                key = _key(rid)
+
+                def answered(ev: Event) -> bool:
+                    return isinstance(ev, Response) and (
+                        _key(ev.id) == key or (expect.null_id_ok and ev.id is None and ev.is_error)
+                    )
+
+                with contextlib.suppress(PeerTimeout):
+                    await peer.wait_for(answered, start=mark, timeout=self.timeout, what="its answer")
+            for _ in range(2):
+                # Never under the frame's own id: its answer would be taken for the probe's.
+                pid = peer.conn.next_request_id()
+                while frame.has_id and _key(pid) == _key(rid):
+                    pid = peer.conn.next_request_id()
+                probe_ids.append(await peer.send_request(method, params, validate=validate, id=pid))
+                await peer.wait_response(probe_ids[-1], method=method, timeout=self.timeout)
+        except PeerError as exc:
+            what = "closed its output" if peer.closed.is_set() else "stopped answering"
+            return [acp.Problem(C_ANSWERED, f"the {self.role} {what} after the frame ({exc.message})")]
+        finally:
+            if tracked:
+                peer.conn.forget_outgoing(rid)
+            # Unpaired ids stay allowed: a slow peer's late answer to a malformed frame is not
+            # an answer "to nothing" (the frame's expectation has judged what came in time).
+        probe_keys = {jsonrpc.id_key(p) for p in probe_ids}
+        window = peer.events[mark:]
+        responses = [
+            e
+            for e in window
+            if isinstance(e, Response) and isinstance(e.message, dict) and _key(e.id) not in probe_keys
+        ]
+        answers = frame.answers([e.message for e in responses])
+        problems += expect.check(answers)
+        _excuse(live, frame, window, responses)
+        return problems
+
+
+def _excuse(live: Live, frame: acp.Frame, window: list[Any], responses: list[Response]) -> None:
+    """Drop core violations that only say the peer echoed an id we malformed on purpose."""
+    if not frame.has_id:
+        return
+    echo = {
+        r.index
+        for r in responses
+        # A request with a null id (discouraged, not forbidden) is rightly answered under null.
+        if (r.id is not None or frame.id is None)
+        and _same(r.id, frame.id)
+        and (not frame.trackable_id or frame.mutation)
+    }
+    if not echo:
+        return
+    transcript = live.conn.transcript
+    gone = [v for v in window if isinstance(v, Violation) and v.clause_id in ID_ECHO_CLAUSES and v.index in echo]
+    for v in gone:
+        if v in transcript.violations:
+            transcript.violations.remove(v)
+        for entry in transcript.entries:
+            if v in entry.violations:
+                entry.violations.remove(v)
+    if gone:
+        transcript.note(
+            f"(fuzz) {len(gone)} finding(s) on an answer echoing the deliberately odd id {frame.id!r:.60} "
+            "set aside: the fuzz test judges that answer itself"
+        )
+
+
+_ID_TEXT = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,30})')
+
+
+def _ids_in(data: bytes) -> list[Any]:
+    """Request ids written in raw bytes, as far as they can be read."""
+    out = []
+    for m in _ID_TEXT.finditer(data[:65536]):
+        try:
+            out.append(orjson.loads(m.group(1)))
+        except orjson.JSONDecodeError:
+            continue
+    return out
+
+
+def _key(rid: Any) -> tuple[str, Any]:
+    try:
+        return jsonrpc.id_key(rid)
+    except TypeError:
+        return ("o", repr(rid))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        # An integer beyond 2**53 comes back as the nearest double from a JavaScript peer: the
+        # same number as far as JSON interoperability goes (RFC 8259 § 6).
+        try:
+            return a == b or float(a) == float(b)
+        except OverflowError:
+            return False
+    return type(a) is type(b) and bool(a == b)
+
+
+# ------------------------------------------------------------- campaigns
+def run_campaign(
+    harness: Any,
+    name: str,
+    clauses: Sequence[str],
+    strategy: SearchStrategy[acp.Frame],
+    make_fuzzer: Callable[[BlockingPortal, FuzzBudget], FrameFuzzer],
+    judge: Judge | None = None,
+) -> None:
+    """One Hypothesis campaign of ``strategy`` frames against the peer under test, turned into
+    results for ``clauses`` (PASS when exercised and held, INCONCLUSIVE when never exercised)."""
+    budget = FuzzBudget.from_env()
+    findings: list[Finding] = []
+    with start_blocking_portal("asyncio") as portal:
+        fuzzer = make_fuzzer(portal, budget)
+        fuzzer.start()
+        try:
+
+            @hypothesis_settings(budget)
+            @hypothesis_seed(budget.seed)
+            @given(strategy)
+            def fuzz(frame: acp.Frame) -> None:
+                fuzzer.run(frame, judge)
+
+            fuzz._hypothesis_internal_database_key = database_key(name)  # type: ignore[attr-defined]
+            try:
+                with shrink_time_limit(budget.shrink_seconds):
+                    with_replay(fuzz, budget)()
+            except Exception as exc:
+                findings = _collect(exc, fuzzer.first_failures)
+        finally:
+            fuzzer.stop()
+    for failure in fuzzer.stream_failures:
+        # Already recorded by the harness (passive clauses); say which campaign provoked it.
+        harness.record(failure.clause_id, Status.FAIL, f"{failure.actual} (during {name} fuzzing, {budget.describe()})")
+    record_findings(
+        harness,
+        budget,
+        "frame",
+        clauses,
+        fuzzer.exercised,
+        findings,
+        fuzzer.ran,
+        fuzzer.skipped,
+        database_key(name).decode(),
+        fuzzer.role,
+    )
+
+
+def database_key(campaign: str) -> bytes:
+    """The Hypothesis example-database key of a campaign (stable across runs and versions of this file)."""
+    return f"acp-conformance/fuzz/{campaign}".encode()
+
+
+def _collect(exc: BaseException, seen: dict[str, Finding]) -> list[Finding]:
+    out = []
+    flaky = False
+    for sub, blob in replay_blobs(exc):
+        if isinstance(sub, FuzzFinding):
+            out.append(Finding(sub.clause, sub.message, sub.example, blob, sub.evidence))
+        elif isinstance(sub, Flaky):
+            flaky = True
+        elif isinstance(sub, AcpError):
+            raise sub  # the peer could not be started or set up: the campaign could not run
+        else:
+            raise exc
+    if flaky and not out:
+        # Seen failing, but not again on replay (a timing-dependent defect): report what was seen.
+        out = [replace(f, message=f"{f.message} (did not recur on replay)") for f in seen.values()]
+    return out
