@@ -301,16 +301,27 @@ class MockAgent:
     #: How long stdin EOF / session/close wait for running turns to wind down.
     shutdown_grace: float = 7.0
 
+    #: The method id ``--require-auth`` advertises (type ``agent``: handled by ``authenticate``).
+    AUTH_METHOD_ID = "token"
+    #: Requests refused with -32000 until ``authenticate`` succeeded, when authentication is required.
+    AUTH_GATED = frozenset({"session/new", "session/load", "session/resume", "session/list"})
+
     def __init__(
         self,
         *,
         name: str = AGENT_NAME,
         validator: SchemaValidator | None = None,
         version: str = PACKAGE_VERSION,
+        require_auth: bool = False,
     ) -> None:
         self.name = name
         self.version = version
         self.validator = validator
+        #: ``--require-auth``: advertise one auth method and ``auth.logout``, and refuse the
+        #: ``AUTH_GATED`` requests with -32000 (auth_required) until ``authenticate`` succeeded.
+        #: Exists so the suite's authenticate/logout checks have a conforming agent to pass on.
+        self.require_auth = require_auth
+        self.authenticated = False
         self.client_caps = ClientCaps()
         self.client_info: Any = None
         self.initialized = False
@@ -346,6 +357,8 @@ class MockAgent:
             "session/set_config_option": self.handle_set_config_option,
             "session/prompt": self.handle_prompt,
         }
+        if self.require_auth:
+            handlers["logout"] = self.handle_logout
         for method, fn in handlers.items():
             peer.handlers[method] = self._guarded(method, fn)
         peer.listeners.append(self._on_notification)
@@ -389,6 +402,8 @@ class MockAgent:
             if method != "initialize" and not self.initialized and not self._warned_uninitialized:
                 self._warned_uninitialized = True
                 log.warning("%s received before initialize; serving it with default capabilities", method)
+            if self.require_auth and not self.authenticated and method in self.AUTH_GATED:
+                raise HandlerError(ErrorCode.AUTH_REQUIRED, f"{method}: authentication required")
             try:
                 result = await fn(req)
             except HandlerError:
@@ -524,18 +539,23 @@ class MockAgent:
         return PROTOCOL_VERSION
 
     def agent_capabilities(self) -> Json:
-        return {
+        caps: Json = {
             "loadSession": True,
             "promptCapabilities": {"image": True, "audio": True, "embeddedContext": True},
             "mcpCapabilities": {"http": False, "sse": False},
             "sessionCapabilities": {"list": {}, "close": {}, "resume": {}, "delete": {}},
         }
+        if self.require_auth:
+            caps["auth"] = {"logout": {}}
+        return caps
 
     def agent_info(self) -> Json:
         return {"name": self.name, "title": "ACP conformance mock agent", "version": self.version}
 
     def auth_methods(self) -> list[Json]:
-        return []
+        if not self.require_auth:
+            return []
+        return [{"id": self.AUTH_METHOD_ID, "name": "Token", "description": "Accepts anyone (a test double)"}]
 
     def initialize_result(self, params: Json) -> Json:
         return {
@@ -552,8 +572,16 @@ class MockAgent:
         if method_id not in known:
             raise HandlerError(
                 ErrorCode.INVALID_PARAMS,
-                _short(f"authenticate: unknown methodId {method_id!r} (none advertised)"),
+                _short(f"authenticate: unknown methodId {method_id!r} (advertised: {sorted(map(str, known))})"),
             )
+        self.authenticated = True
+        return {}
+
+    async def handle_logout(self, req: Request) -> Any:
+        """``logout`` (advertised with ``--require-auth`` only): the gated requests need
+        ``authenticate`` again."""
+        self.params_of(req, optional=True)
+        self.authenticated = False
         return {}
 
     # ---------------------------------------------------------------- sessions

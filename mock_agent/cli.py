@@ -53,6 +53,12 @@ def build_parser(prog: str = "python -m mock_agent") -> argparse.ArgumentParser:
         "--name", default=AGENT_NAME, help="agentInfo.name to announce (default: %(default)s)"
     )
     parser.add_argument(
+        "--require-auth",
+        action="store_true",
+        help="advertise the auth method 'token' and auth.logout; refuse session/new, load, resume and "
+        "list with -32000 (auth_required) until authenticate (certify with --acp-auth-method=token)",
+    )
+    parser.add_argument(
         "--schema",
         metavar="PATH",
         default=None,
@@ -102,7 +108,7 @@ def main(argv: Sequence[str] | None = None, *, agent_cls: type[MockAgent] = Mock
                 print(f"mock-agent: --{flag} needs --scenario", file=sys.stderr)
                 return 2
         validator = None if args.no_validate else load_validator(args.schema)
-        agent = agent_cls(name=args.name, validator=validator)
+        agent = agent_cls(name=args.name, validator=validator, require_auth=args.require_auth)
     else:
         # Only now the scenario machinery (pydantic, yaml) is imported: plain start-up stays lean.
         from acp_conformance.errors import ScenarioError

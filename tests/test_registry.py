@@ -75,7 +75,6 @@ def test_agent_clause_checks_are_proven_by_broken_agents() -> None:
     )
 
 
-#: Agent clauses with a check but no broken agent yet (each is a task): the
-#: reference agent advertises no auth methods and no logout, so these checks are
-#: NOT_APPLICABLE against it; proving them needs an authenticating reference agent.
-KNOWN_UNPROVEN: set[str] = {"auth.authenticate.success", "auth.logout.reauth", "auth.logout.success"}
+#: Agent clauses with a check but no broken agent yet (each is a task).  The auth checks are
+#: proven against ``python -m mock_agent --require-auth`` broken one way at a time.
+KNOWN_UNPROVEN: set[str] = set()

@@ -54,6 +54,26 @@ def test_reference_agent_is_conformant_serially_and_under_xdist(tmp_path: Path) 
     assert passed and all(c["tests"] for c in passed), "a PASS without any test behind it"
 
 
+AUTH_CLAUSES = (
+    "auth.methods.advertised",
+    "auth.authenticate.success",
+    "auth.logout.success",
+    "auth.logout.reauth",
+    "error.auth-required",
+    "session.new.unique-id",
+)
+
+
+def test_reference_agent_requiring_auth_passes_the_auth_checks(tmp_path: Path) -> None:
+    """``python -m mock_agent --require-auth`` is what the authenticate/logout checks pass on
+    (their breakages in tests/peers/broken_agents_sessions.py are this agent broken once)."""
+    select = [f"--acp-clause={c}" for c in AUTH_CLAUSES]
+    run = run_suite(f"{REFERENCE} --require-auth", tmp_path, "--acp-auth-method=token", *select)
+    statuses = run.statuses()
+    assert {c: statuses[c] for c in AUTH_CLAUSES} == dict.fromkeys(AUTH_CLAUSES, "PASS"), run.stdout[-3000:]
+    assert not run.with_status("FAIL", "WARN")
+
+
 def test_junitxml_carries_clause_ids(tmp_path: Path) -> None:
     proc = _pytest(tmp_path, f"--acp-agent={REFERENCE}", "--acp-clause=jsonrpc.unknown-method", "--junitxml=j.xml")
     tree = ET.parse(tmp_path / "j.xml")

@@ -52,7 +52,9 @@ def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> Non
     select = [f"--acp-clause={cid}" for cid in sorted({b.breaks} | b.also)] if targeted else []
     if targeted and not needs_fuzzing(name, b.breaks):
         select += ["-k", "not test_fuzz and not test_stateful"]
-    run = run_suite(f"{PY} {BROKEN} {name}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=3", *select)
+    run = run_suite(
+        f"{PY} {BROKEN} {name}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=3", *b.suite_args, *select
+    )
     findings = run.with_status("FAIL", "WARN")
     assert run.statuses()[b.breaks] == b.status, run.stdout[-3000:]
     declared = {b.breaks} | b.also

@@ -61,3 +61,5 @@ class Breakage:
     status: str = "FAIL"
     also: frozenset[str] = field(default_factory=frozenset)
     why_also: str = ""
+    #: Extra suite options the proof passes (e.g. ``--acp-auth-method`` for an agent requiring auth).
+    suite_args: tuple[str, ...] = ()

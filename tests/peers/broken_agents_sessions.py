@@ -2,11 +2,11 @@
 
 Each is the reference agent with one method overridden (see broken_agents.py,
 which merges ``BREAKAGES``), except for features the reference agent lacks:
-``AdditionalDirectories`` and ``RequiresAuth`` are conforming extensions of it
-(additionalDirectories; an authentication method gating session/new, and
-logout) whose breakages override one method of theirs.  ``AGENTS`` holds those
-bases and the breakages that need ``--acp-auth-method`` (which the whole-suite
-e2e run cannot pass); tests/unit/test_checks_sessions.py runs them.
+``AdditionalDirectories`` is a conforming extension of it (additionalDirectories)
+and ``RequiresAuth`` is it with ``--require-auth``; their breakages override
+one method of theirs.  ``AGENTS`` holds those bases;
+tests/unit/test_checks_sessions.py runs them.  Breakages of ``RequiresAuth``
+carry ``suite_args`` (``--acp-auth-method=token``), which the proofs pass.
 
 ``python tests/peers/broken_agents_sessions.py NAME`` runs one of ``AGENTS``.
 """
@@ -23,12 +23,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _breakage import Breakage, Json
 
 from acp_conformance.core.events import Request
-from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
+from acp_conformance.peer import NO_ANSWER, HandlerError
 from mock_agent import PROBE_FILE, MockAgent, Session
 from mock_agent.cli import main
 
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+#: How the proofs certify the agents that require authentication (``MockAgent.AUTH_METHOD_ID``).
+AUTH = f"--acp-auth-method={MockAgent.AUTH_METHOD_ID}"
 
 
 # ---------------------------------------------------------------- session/new
@@ -466,33 +468,11 @@ class UngatedTerminalAuth(MockAgent):
 
 
 class RequiresAuth(MockAgent):
-    """A conforming agent that gates session/new on authenticate("token") and supports logout."""
+    """The reference agent as ``python -m mock_agent --require-auth`` runs it: session/new (load,
+    resume, list) gated on authenticate("token"), and logout."""
 
-    authenticated = False
-
-    def agent_capabilities(self) -> Json:
-        return {**super().agent_capabilities(), "auth": {"logout": {}}}
-
-    def auth_methods(self) -> list[Json]:
-        return [{"id": "token", "name": "Token", "description": "Accepts anyone"}]
-
-    def install_handlers(self, peer: Peer) -> None:
-        super().install_handlers(peer)
-        peer.handlers["logout"] = self._guarded("logout", self.handle_logout)
-
-    async def handle_authenticate(self, req: Request) -> Any:
-        result = await super().handle_authenticate(req)
-        self.authenticated = True
-        return result
-
-    async def handle_logout(self, req: Request) -> Any:
-        self.authenticated = False
-        return {}
-
-    async def handle_new_session(self, req: Request) -> Any:
-        if not self.authenticated:
-            raise HandlerError(-32000, "authentication required")
-        return await super().handle_new_session(req)
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{**kwargs, "require_auth": True})
 
 
 class AuthenticateAnswersArray(RequiresAuth):
@@ -506,6 +486,23 @@ class AuthenticateAnswersArray(RequiresAuth):
 class LogoutKeepsAuth(RequiresAuth):
     async def handle_logout(self, req: Request) -> Any:
         return {}  # still authenticated
+
+
+class AuthRequiredAsInternalError(RequiresAuth):
+    """Refuses unauthenticated requests, but with -32603 instead of -32000 (auth_required)."""
+
+    def _guarded(self, method: str, fn: Any) -> Any:
+        inner = super()._guarded(method, fn)
+
+        async def handler(req: Request) -> Any:
+            try:
+                return await inner(req)
+            except HandlerError as exc:
+                if exc.code == -32000:
+                    raise HandlerError(INTERNAL_ERROR, "please log in first") from None
+                raise
+
+        return handler
 
 
 class LogoutUnimplemented(RequiresAuth):
@@ -616,16 +613,26 @@ BREAKAGES: dict[str, Breakage] = {
     "accepts-unknown-auth-method": _b(AcceptsUnknownAuthMethod, "auth.authenticate.unknown-id", "WARN"),
     "ungated-terminal-auth": _b(UngatedTerminalAuth, "auth.terminal.gated"),
     "restores-additional-directories": _b(RestoresAdditionalDirectories, "session.additional-dirs.no-implicit-restore"),
+    # The reference agent with --require-auth, certified with --acp-auth-method=token, one thing broken.
+    "authenticate-answers-array": Breakage(
+        AuthenticateAnswersArray,
+        "auth.authenticate.success",
+        also=frozenset({"schema.valid"}),
+        why_also="an array is no AuthenticateResponse object, which the schema says too",
+        suite_args=(AUTH,),
+    ),
+    "logout-unimplemented": Breakage(LogoutUnimplemented, "auth.logout.success", suite_args=(AUTH,)),
+    "logout-keeps-auth": Breakage(LogoutKeepsAuth, "auth.logout.reauth", "WARN", suite_args=(AUTH,)),
+    "auth-required-as-internal-error": Breakage(
+        AuthRequiredAsInternalError, "error.auth-required", "WARN", suite_args=(AUTH,)
+    ),
 }
 
 #: Runnable agents that are no breakage (run by tests/unit/test_checks_sessions.py): the
-#: conforming bases of some breakages, and breakages that need --acp-auth-method.
+#: conforming bases of some breakages.
 AGENTS: dict[str, type[MockAgent]] = {
     "additional-directories": AdditionalDirectories,
     "requires-auth": RequiresAuth,
-    "authenticate-answers-array": AuthenticateAnswersArray,
-    "logout-unimplemented": LogoutUnimplemented,
-    "logout-keeps-auth": LogoutKeepsAuth,
 }
 
 

@@ -16,6 +16,7 @@ import pytest
 from acp_conformance.core.events import Response
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, not_applicable
 from acp_conformance.suite.agent.test_sessions import AUTH_REQUIRED, describe, error_code, short
 
@@ -110,4 +111,45 @@ async def test_logout(acp_agent: AgentHarness) -> None:
             error_code(probe) == AUTH_REQUIRED,
             "session/new after logout to need authentication again (error -32000 auth_required)",
             describe(probe),
+        )
+
+
+@pytest.mark.clause("error.auth-required")
+async def test_a_refusal_for_want_of_authentication_is_auth_required(acp_agent: AgentHarness) -> None:
+    """session/new before authenticate.  Accepted: the agent needs no authentication.  Refused
+    with -32000: as it should be.  Refused otherwise: only once session/new succeeds after
+    ``authenticate`` (--acp-auth-method) do we know the refusal was about authentication, and
+    then it should have been -32000 (auth_required)."""
+    async with acp_agent.connect(initialize=False) as conn:
+        init = await conn.peer.request(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": conn.client.capabilities.to_wire(),
+                "clientInfo": conn.client.client_info,
+            },
+            timeout=acp_agent.config.startup_timeout,
+        )
+        conn.client.init_result = init if isinstance(init, dict) else {}
+        params = {"cwd": str(conn.sandbox.root), "mcpServers": []}
+        first = await conn.peer.call("session/new", params)
+        if not first.is_error:
+            not_applicable("the agent accepted session/new before authenticate: it requires no authentication")
+        if error_code(first) == AUTH_REQUIRED:
+            acp_agent.record("error.auth-required", Status.PASS, "session/new before authenticate: -32000")
+            return
+        if acp_agent.config.auth_method is None:
+            inconclusive(
+                f"session/new before authenticate got {describe(first)}; pass --acp-auth-method ID to tell "
+                "whether authentication was the reason"
+            )
+        await conn.peer.request("authenticate", {"methodId": acp_agent.config.auth_method})
+        second = await conn.peer.call("session/new", params)
+        if second.is_error:
+            inconclusive(f"session/new fails after authenticate too ({describe(second)}): not about authentication")
+        acp_agent.check(
+            "error.auth-required",
+            False,
+            "error -32000 (auth_required) for a session/new refused until authenticate",
+            describe(first),
         )
