@@ -33,12 +33,12 @@ import orjson
 
 from acp_conformance.client import ClientCapabilities, ClientEndpoint, Sandbox
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.connection import Role
 from acp_conformance.core.events import Notification, Request
 from acp_conformance.errors import AcpError, PeerExited, RpcError
 from acp_conformance.peer import HandlerError, Peer
 from acp_conformance.transport.base import Transport
 from acp_conformance.transport.process import ProcessTransport, spawn
+from mock_client.strict import REQUIRED, ClientPeer, check_params
 from mock_client.terminals import RealTerminals
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ class MockClient:
         return self._endpoint
 
     def make_peer(self, transport: Transport) -> Peer:
-        return Peer(transport, Role.CLIENT, validator=self.validator, timeout=self.options.timeout)
+        return ClientPeer(transport, validator=self.validator, timeout=self.options.timeout)
 
     def make_endpoint(self, peer: Peer) -> ClientEndpoint:
         return ClientEndpoint(
@@ -123,7 +123,20 @@ class MockClient:
         self.terminals = RealTerminals(peer.start_soon, self.cwd)
         for name in ("create", "output", "wait_for_exit", "kill", "release"):
             peer.handlers[f"terminal/{name}"] = self._terminal_handler(name)
+        for method in REQUIRED:
+            peer.handlers[method] = self._checked(peer.handlers[method])
         peer.listeners.append(self.on_notification)
+
+    def _checked(self, handler: Any) -> Any:
+        async def checked(req: Request) -> Any:
+            self.check_params(req)
+            return await handler(req)
+
+        return checked
+
+    def check_params(self, req: Request) -> None:
+        """-32602 for params that break the schema's required members (``mock_client.strict``)."""
+        check_params(req)
 
     async def handle_permission(self, req: Request, default: Any) -> Any:
         """Answer ``session/request_permission`` (the endpoint applies the policy)."""
