@@ -1,0 +1,330 @@
+"""Fuzzing the client under test with schema-derived frames (acp_conformance.strategies).
+
+The suite plays the agent: once the client has sent its first
+``session/prompt``, and while that turn is open, every example writes one
+frame an agent might send (``sender="agent"``: ``session/update`` variants,
+``session/request_permission``, ``fs/*``, ``terminal/*``), valid but unusual
+or broken, waits for what the client owes (an answer with the applicable
+error code, or silence for a notification), then proves the client still
+serves with two probe requests: an ``fs/read_text_file`` of a file in the
+session directory if the client advertised ``fs.readTextFile``, else a
+``session/request_permission`` (the baseline client method).  A client that
+dies, wedges or stops answering fails ``jsonrpc.every-request-answered``; a
+wrong or missing error code fails (or, for a SHOULD, warns on) the clause of
+that kind of frame.  After a failing example the client is started afresh,
+so Hypothesis shrinks the failure to a minimal frame against a new process.
+
+What a client owes is taken from the ACP v1 schema and docs, with the same
+rules as the agent campaigns (``acp_conformance.suite._fuzz``), plus what is
+particular to a client:
+
+* a method the client did not advertise (``fs/*`` without ``fs.*``,
+  ``terminal/*`` without ``terminal``): the agent broke ``fs.*.gated`` /
+  ``term.gated`` by asking, and no clause fixes the error code the client
+  answers with, so any error is right (and a valid request may even be
+  served); an invalid one still must not get a result;
+* a client that answers a valid ``session/request_permission`` with -32601
+  (it does not implement the baseline method; judged on
+  ``perm.response.shape`` by the permission tests) may answer an invalid one
+  with any error too: that is no finding about params;
+* a response-shaped frame (no method, or a result) under an id the client
+  itself used is not sent: it would read as the answer to the client's own
+  request (its pending ``session/prompt``), which is no robustness matter.
+
+Safety: every frame stays inside the session directory.  ``fs/*`` paths are
+files in it (anything else, and non-string paths, which some runtimes read
+as file descriptors, are never sent), ``terminal/create`` runs only
+``true acp-fuzz`` in it with no extra environment, and ``elicitation/create``
+is never sent (a client may open a URL or wait for a person).
+
+Budget, seed, replay and the database: as for agents (``--acp-fuzz-*``,
+``ACP_FUZZ_*``); fuzzing needs ``--acp-client-mode=auto`` (it restarts the
+client after a failing example).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import replace
+from pathlib import PurePosixPath
+from typing import Any
+
+import orjson
+import pytest
+from anyio.from_thread import BlockingPortal
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+
+from acp_conformance import strategies as acp
+from acp_conformance.agent_endpoint import DEFAULT_OPTIONS
+from acp_conformance.client_harness import ClientConnection, ClientHarness
+from acp_conformance.core import jsonrpc
+from acp_conformance.core.events import Request
+from acp_conformance.suite._fuzz import (
+    C_ANSWERED,
+    C_EXT_UNKNOWN,
+    C_ID_TYPES,
+    C_INVALID_PARAMS,
+    C_INVALID_REQUEST,
+    C_NOTIFICATION,
+    C_PARSE,
+    C_UNKNOWN,
+    DEAD_SESSION,
+    LIVE_CWD,
+    LIVE_SESSION,
+    FrameFuzzer,
+    FuzzBudget,
+    Judge,
+    Live,
+    live_connection,
+    run_campaign,
+)
+from acp_conformance.suite.client._support import advertised, first_turn, not_applicable, require, session_dir
+
+__all__ = ["ClientFrameFuzzer", "SAFE_ARG", "SAFE_COMMAND", "client_safe"]
+
+#: The only program a fuzzed ``terminal/create`` may run, and its only argument.
+SAFE_COMMAND = "true"
+SAFE_ARG = "acp-fuzz"
+#: Files in the session directory: one the probes read (never a fuzz target), and the fuzz targets.
+PROBE_FILE = "acp-fuzz-probe.txt"
+PROBE_TEXT = "acp fuzz probe\n"
+READ_FILE = "acp-fuzz-read.txt"
+FUZZ_PATHS = (f"{LIVE_CWD}/{READ_FILE}", f"{LIVE_CWD}/acp-fuzz-write.txt", f"{LIVE_CWD}/acp-fuzz-missing.txt")
+#: Methods a client serves, by the capability that offers them (the baseline one needs none).
+GATED = {
+    "fs/read_text_file": "fs.readTextFile",
+    "fs/write_text_file": "fs.writeTextFile",
+    "terminal/create": "terminal",
+    "terminal/output": "terminal",
+    "terminal/release": "terminal",
+    "terminal/wait_for_exit": "terminal",
+    "terminal/kill": "terminal",
+    "elicitation/create": "elicitation",
+}
+PERMISSION = "session/request_permission"
+CLIENT_METHODS = frozenset({PERMISSION, *GATED})
+#: Never sent: a client may open a URL or wait for a person.
+NEVER_SENT = frozenset({"elicitation/create"})
+
+_SAFE: dict[str, SearchStrategy[Any]] = {
+    "SessionId": st.just(LIVE_SESSION),
+    "path": st.sampled_from(FUZZ_PATHS),
+    "command": st.just(SAFE_COMMAND),
+    "args": st.sampled_from([[SAFE_ARG], []]),
+    "cwd": st.just(LIVE_CWD),
+    "env": st.just([]),
+}
+
+
+# ----------------------------------------------------------------- safety
+def _in_sandbox(path: Any) -> bool:
+    if not isinstance(path, str) or "\x00" in path or not path.startswith(LIVE_CWD + "/"):
+        return False
+    return ".." not in PurePosixPath(path).parts
+
+
+def _messages(frame: acp.Frame) -> list[dict[str, Any]]:
+    m = frame.message
+    if isinstance(m, dict):
+        return [m]
+    if isinstance(m, list):
+        return [x for x in m if isinstance(x, dict)]
+    return []
+
+
+def client_safe(frame: acp.Frame) -> bool:
+    """Only frames that touch nothing outside the session directory (see the module docstring)."""
+    if any(m.encode() in frame.data for m in NEVER_SENT):
+        return False
+    for msg in _messages(frame):
+        params = msg.get("params")
+        if not isinstance(params, dict):
+            continue
+        method = msg.get("method")
+        if isinstance(method, str) and method.startswith("fs/"):
+            path = params.get("path")
+            if path is not None and not _in_sandbox(path):
+                return False
+        if method == "terminal/create":
+            command, args, cwd, env = (params.get(k) for k in ("command", "args", "cwd", "env"))
+            if isinstance(command, str) and command != SAFE_COMMAND:
+                return False
+            if isinstance(args, list) and any(not (a == SAFE_ARG or not isinstance(a, str)) for a in args):
+                return False
+            if isinstance(cwd, str) and cwd != LIVE_CWD:
+                return False
+            if isinstance(env, list) and env:
+                return False
+    return True
+
+
+# -------------------------------------------------------------- the fuzzer
+class ClientFrameFuzzer(FrameFuzzer):
+    """Frames to the client under test, during its first prompt turn, aimed at its live session."""
+
+    role = "client"
+
+    def __init__(self, acp_client: ClientHarness, portal: BlockingPortal, budget: FuzzBudget) -> None:
+        super().__init__(acp_client, portal, budget)
+        self.acp = acp_client
+
+    def _connect(self) -> AbstractContextManager[Any]:
+        return live_connection(self.portal, self.acp, self.stream_failures)
+
+    async def _prepare(self, conn: ClientConnection) -> Live:
+        turn = await first_turn(self.acp, conn)
+        root = session_dir(conn, turn)
+        for name, text in ((PROBE_FILE, PROBE_TEXT), (READ_FILE, "fuzz me\n")):
+            (root / name).write_text(text, "utf-8")
+            conn.cleanup.append(root / name)
+        for path in FUZZ_PATHS[1:]:
+            conn.cleanup.append(root / PurePosixPath(path).name)
+        sid = turn.session_id
+        implemented = {PERMISSION} | {m for m, cap in GATED.items() if advertised(conn, cap)}
+        if "fs/read_text_file" in implemented:
+            probe: tuple[str, Any, bool] = (
+                "fs/read_text_file",
+                {"sessionId": sid, "path": str(root / PROBE_FILE)},
+                True,
+            )
+        else:
+            tool_call = {"toolCallId": "acp-fuzz-probe", "title": "Fuzz probe", "kind": "read", "status": "pending"}
+            probe = (PERMISSION, {"sessionId": sid, "toolCall": tool_call, "options": DEFAULT_OPTIONS}, True)
+        # The baseline: how the client answers the probe before any fuzzing (a client that does not
+        # answer even this fails jsonrpc.every-request-answered by the wait itself).
+        first = await conn.peer.call(probe[0], probe[1])
+        error = first.error if first.is_error and isinstance(first.error, dict) else {}
+        if probe[0] == PERMISSION and error.get("code") == jsonrpc.ErrorCode.METHOD_NOT_FOUND:
+            implemented.discard(PERMISSION)
+        live = Live(conn, probe=probe, implemented=frozenset(implemented))
+        live.values = {
+            orjson.dumps(LIVE_SESSION): orjson.dumps(sid),
+            LIVE_CWD.encode(): orjson.dumps(str(root))[1:-1],
+        }
+        return live
+
+    def _applicable(self, frame: acp.Frame, live: Live) -> bool:
+        own = {_key(e.id) for e in live.conn.peer.events if isinstance(e, Request)}
+        for msg in _messages(frame):
+            response_shaped = not isinstance(msg.get("method"), str) or "result" in msg or "error" in msg
+            if response_shaped and "id" in msg and _key(msg["id"]) in own:
+                return False
+        return True
+
+
+def _key(rid: Any) -> tuple[str, Any]:
+    try:
+        return jsonrpc.id_key(rid)
+    except TypeError:
+        return ("o", repr(rid))
+
+
+def _judge(frame: acp.Frame, live: Live) -> acp.Expect:
+    """The frame's own expectation, but for methods the client did not advertise (see the module docstring)."""
+    e = frame.expect
+    if frame.kind != "request" or frame.method not in CLIENT_METHODS or e.answer != "required":
+        return e
+    if frame.method in live.implemented:
+        if e.codes is None or frame.method in acp.BASELINE:
+            return e
+        # strategies add -32601 for methods outside the baseline; the client said it serves this one.
+        return replace(e, codes=e.codes - {acp.METHOD_NOT_FOUND})
+    if e.codes is None:
+        return e
+    return replace(e, codes=None)
+
+
+def _campaign(
+    acp_client: ClientHarness, name: str, clauses: list[str], strategy: SearchStrategy[acp.Frame], judge: Judge = _judge
+) -> None:
+    require(acp_client, "prompt")
+    if acp_client.mode != "auto":
+        not_applicable("fuzzing restarts the client after a failing example: run with --acp-client-mode=auto")
+
+    def make(portal: BlockingPortal, budget: FuzzBudget) -> FrameFuzzer:
+        return ClientFrameFuzzer(acp_client, portal, budget)
+
+    run_campaign(acp_client, f"client-{name}", clauses, strategy.filter(client_safe), make, judge)
+
+
+def _frames(**kwargs: Any) -> SearchStrategy[acp.Frame]:
+    return acp.frames(sender="agent", **kwargs)
+
+
+def _invalid(**kwargs: Any) -> SearchStrategy[acp.Frame]:
+    return acp.invalid_frames(sender="agent", **kwargs)
+
+
+#: Size of the huge strings, arrays and lines.
+HUGE = 1024 * 1024
+
+
+# ------------------------------------------------------------------ tests
+@pytest.mark.clause(C_PARSE, C_ANSWERED)
+def test_fuzz_client_unparseable_lines(acp_client: ClientHarness) -> None:
+    """Lines that are not JSON (garbage, NUL, invalid UTF-8, cut frames, banners, 1 MiB lines) get -32700
+    with a null id; oddly framed agent requests (CRLF, BOM, split writes) are still served."""
+    base = _frames(kinds=["request"], overrides=_SAFE)
+    strategy = acp.byte_damage(base, huge_bytes=HUGE)
+    _campaign(acp_client, "unparseable-lines", [C_PARSE, C_ANSWERED], strategy)
+
+
+@pytest.mark.clause(C_INVALID_REQUEST, C_ANSWERED)
+def test_fuzz_client_invalid_requests(acp_client: ClientHarness) -> None:
+    """JSON that is no request object ({}, scalars, null, no method, a non-string method, ids of the wrong
+    type, a broken envelope) gets -32600, and the client keeps serving its agent."""
+    strategy = _invalid(
+        kinds=["request", "notification"], mutations=["not-a-request", "invalid-id", "envelope"], overrides=_SAFE
+    )
+    _campaign(acp_client, "invalid-requests", [C_INVALID_REQUEST, C_ANSWERED], strategy)
+
+
+@pytest.mark.clause(C_INVALID_PARAMS, C_ANSWERED)
+def test_fuzz_client_invalid_params(acp_client: ClientHarness) -> None:
+    """session/request_permission, fs/* and terminal/* with a required member missing or of the wrong type, or
+    params that are no object, get -32602 (any error for a method the client did not advertise), never a result."""
+    strategy = _invalid(
+        kinds=["request"], mutations=["missing-required", "wrong-type", "params-not-object"], overrides=_SAFE
+    ).filter(lambda f: f.expect.clause == C_INVALID_PARAMS)
+    _campaign(acp_client, "invalid-params", [C_INVALID_PARAMS, C_ANSWERED], strategy)
+
+
+@pytest.mark.clause(C_UNKNOWN, C_NOTIFICATION, C_ANSWERED)
+def test_fuzz_client_methods_and_notifications(acp_client: ClientHarness) -> None:
+    """Unknown methods (near misses, unicode, reserved prefixes) get -32601; no notification is ever answered:
+    session/update of every kind (valid, unusual, broken, for a session that does not exist), unknown ones too."""
+    safe = {**_SAFE, "SessionId": st.sampled_from([LIVE_SESSION, LIVE_SESSION, DEAD_SESSION])}
+    unknown = _invalid(kinds=["request"], mutations=["unknown-method"], overrides=_SAFE)
+    notes = _frames(kinds=["notification"], valid=None, unusual=True, overrides=safe)
+    strategy = acp.evenly(unknown, notes, notes)
+    _campaign(acp_client, "methods-and-notifications", [C_UNKNOWN, C_NOTIFICATION, C_ANSWERED], strategy)
+
+
+@pytest.mark.clause(C_ID_TYPES, C_ANSWERED)
+def test_fuzz_client_odd_ids(acp_client: ClientHarness) -> None:
+    """Agent requests with odd but valid ids (0, negative, int64 extremes, "", numeric-looking, unicode, 64 KiB
+    strings) are answered with exactly that id; a reused id does not wedge the client."""
+    odd = _frames(kinds=["request"], mutations=["odd-id"], overrides=_SAFE)
+    dup = _invalid(kinds=["request"], mutations=["duplicate-id"], overrides=_SAFE)
+    _campaign(acp_client, "odd-ids", [C_ID_TYPES, C_ANSWERED], acp.evenly(odd, odd, odd, dup))
+
+
+@pytest.mark.clause(C_ANSWERED, C_EXT_UNKNOWN)
+def test_fuzz_client_survives_unusual_frames(acp_client: ClientHarness) -> None:
+    """Valid but unusual frames (_meta on every object, 1 MiB strings, long arrays, deep nesting, RTL /
+    zero-width / combining text, extension requests) and odd invalid ones (lone surrogates, unknown enum
+    values, nested wrong types, stray responses) are answered as owed, and the client keeps answering."""
+    valid = _frames(
+        kinds=["request", "notification"],
+        mutations=["meta-everywhere", "unicode", "huge-string", "huge-array", "nesting", "extension"],
+        overrides=_SAFE,
+        huge_bytes=HUGE,
+    )
+    odd = _invalid(
+        kinds=["request", "notification"],
+        mutations=["deep-nesting", "surrogates", "stray-response", "unknown-enum", "wrong-type"],
+        overrides=_SAFE,
+        huge_bytes=HUGE,
+    )
+    _campaign(acp_client, "unusual-frames", [C_ANSWERED, C_EXT_UNKNOWN], acp.evenly(valid, odd))
