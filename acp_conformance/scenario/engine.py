@@ -30,7 +30,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -1088,7 +1088,7 @@ def _message_of(ev: Event) -> Any:
     return ev.message
 
 
-def _index_of(events: list[Event], ev: Event, start: int) -> int:
+def _index_of(events: Sequence[Event], ev: Event, start: int) -> int:
     for i in range(start, len(events)):
         if events[i] is ev:
             return i
