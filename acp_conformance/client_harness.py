@@ -44,13 +44,12 @@ from typing import Any, Protocol
 import anyio
 
 from acp_conformance.agent_endpoint import AgentEndpoint, AgentSetup
-from acp_conformance.checks import passive_results
 from acp_conformance.clauses import registry
 from acp_conformance.control import ControlServer, RelayConnection, open_control_server
 from acp_conformance.core.connection import Role
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
 from acp_conformance.errors import ConformanceFailure, PeerExited, PeerTimeout
-from acp_conformance.harness import AcpSpecWarning
+from acp_conformance.harness import AcpSpecWarning, judge_transcript
 from acp_conformance.peer import Peer
 from acp_conformance.profiles import ClientProfile, default_profile
 from acp_conformance.results import ClauseResult, Status
@@ -466,7 +465,8 @@ class ClientHarness:
         finally:
             if proc is not None:
                 self._stderr = list(proc.stderr_tail)
-            found = passive_results(transcript, "client")
+            peer.note_unterminated()
+            found = judge_transcript(transcript, "client")
             self.results.extend(found)
         if not failed:
             hard = [r for r in found if r.status is Status.FAIL]

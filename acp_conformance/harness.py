@@ -34,7 +34,7 @@ from acp_conformance.transcript import Transcript, redactor
 from acp_conformance.transport.process import ProcessTransport, spawn
 from acp_conformance.validation import SchemaValidator
 
-__all__ = ["AcpSpecWarning", "AgentConfig", "AgentHarness", "Connection", "PreparedPeer"]
+__all__ = ["AcpSpecWarning", "AgentConfig", "AgentHarness", "Connection", "PreparedPeer", "judge_transcript"]
 
 #: After this many handshakes in a row fail (no ``initialize`` answer, or the
 #: process died first) without one ever succeeding, later tests in the same
@@ -265,8 +265,10 @@ class AgentHarness:
                     failed = False
                 finally:
                     # Judge the transcript even when the test body failed: the
-                    # violations are evidence either way.
-                    found = passive_results(transcript, "agent")
+                    # violations are evidence either way.  Half a line still in the
+                    # decoder is shown first (its EOF violation would come too late).
+                    peer.note_unterminated()
+                    found = judge_transcript(transcript, "agent")
                     self.results.extend(found)
             if not failed:
                 hard = [r for r in found if r.status is Status.FAIL]
@@ -285,3 +287,14 @@ class AgentHarness:
                 "protocolVersion": init.get("protocolVersion"),
                 "authMethods": init.get("authMethods"),
             }
+
+
+def judge_transcript(transcript: Transcript, peer_role: str) -> list[ClauseResult]:
+    """``passive_results``, saying in every result when a flood made the transcript drop frames
+    (the report must tell that its evidence is partial, and how partial)."""
+    found = passive_results(transcript, peer_role)
+    dropped = transcript.dropped_summary
+    if dropped and transcript.frames_dropped:
+        for r in found:
+            r.message = f"{r.message} [{dropped}]" if r.message else f"[{dropped}]"
+    return found

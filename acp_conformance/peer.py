@@ -8,13 +8,24 @@ and lets callers await responses and events with deadlines.  Every wait
 has a deadline and names what it waited for; a peer that exits turns
 every pending wait into ``PeerExited`` with its stderr tail.
 
+Bounded against floods (docs/hostile-peers.md): ``events`` is an
+``EventLog`` and the transcript keeps a head and a tail, so a peer writing
+millions of valid frames costs bounded memory.  Inbound requests get
+backpressure: at most ``max_inflight`` handlers run without waiting on the
+peer, and their answers queue in an outbox of at most ``OUTBOX_BUDGET``
+bytes; when both are full the reader stops reading, so the pipe pushes back
+on the peer.  A handler that waits on the peer (for an answer or an event)
+gives up its place at once, so the answers it waits for are always read.
+
 It is role-agnostic: the suite's client side, the mock agent and the mock
 client are all a ``Peer`` plus handlers.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -25,6 +36,7 @@ from acp_conformance.core import jsonrpc
 from acp_conformance.core.connection import Connection, Role
 from acp_conformance.core.events import (
     Event,
+    EventLog,
     Notification,
     Request,
     Response,
@@ -39,11 +51,39 @@ from acp_conformance.transport.base import Transport
 if TYPE_CHECKING:  # jsonschema_rs stays off the mocks' start-up path until a frame is validated
     from acp_conformance.validation import SchemaValidator
 
-__all__ = ["NO_ANSWER", "HandlerError", "Peer", "RequestHandler"]
+__all__ = ["MAX_INFLIGHT", "NO_ANSWER", "OUTBOX_BUDGET", "HandlerError", "Peer", "RequestHandler"]
 
 
 C_UNDERSCORE = "ext.method.underscore"
 C_ANSWERED = "jsonrpc.every-request-answered"
+
+#: Inbound requests handled at once (not counting handlers waiting on the peer); at this
+#: many the reader stops reading.  Far above what any legitimate peer has in flight.
+MAX_INFLIGHT = 256
+#: Bytes of answers queued for a peer that does not read them; past this, handlers wait
+#: (and keep their place, so the reader stops too).
+OUTBOX_BUDGET = 4 * 1024 * 1024
+#: At most this many bytes go to the transport in one write.
+_WRITE_BATCH = 256 * 1024
+
+
+class _Slot:
+    """A handler's place among the ``max_inflight``: given up once, when it first waits on the peer."""
+
+    __slots__ = ("held", "peer")
+
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+        self.held = True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.peer._busy -= 1
+            self.peer._wake(self.peer._slot_freed)
+
+
+_SLOT: ContextVar[_Slot | None] = ContextVar("acp_conformance_handler_slot", default=None)
 
 
 class HandlerError(Exception):
@@ -81,6 +121,8 @@ class Peer:
         timeout: float = 30.0,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         stderr_tail: Callable[[], list[str]] | None = None,
+        max_inflight: int = MAX_INFLIGHT,
+        outbox_budget: int = OUTBOX_BUDGET,
     ) -> None:
         self.transport = transport
         self.role = role
@@ -88,7 +130,7 @@ class Peer:
         self.transcript = transcript if transcript is not None else Transcript()
         self.timeout = timeout
         self.conn = Connection(role, max_frame_bytes=max_frame_bytes)
-        self.events: list[Event] = []
+        self.events = EventLog()
         self.handlers: dict[str, RequestHandler] = {}
         self.default_handler: RequestHandler | None = None
         self.listeners: list[NotificationListener] = []
@@ -101,12 +143,28 @@ class Peer:
         #: how test peers break the wire format on purpose.  ``None`` in normal use.
         self.wire_filter: Callable[[bytes], bytes] | None = None
         self._send_lock = anyio.Lock()
+        self.max_inflight = max_inflight
+        self.outbox_budget = outbox_budget
+        self._busy = 0  # handlers holding a slot
+        self._slot_freed = anyio.Event()
+        self._reading_paused = False
+        self._outbox: deque[bytes] = deque()
+        self._outbox_bytes = 0
+        self._queued = 0  # frames ever put in the outbox
+        self._written = 0  # frames of the outbox on the wire (or given up)
+        self._write_error: PeerExited | None = None
+        self._written_ok = 0  # frames of the outbox actually written
+        self._outbox_changed = anyio.Event()
+        self._writer_wakeup = anyio.Event()
+        self._watchers: list[Callable[[Event], None]] = []
+        self._unterminated_noted = 0
 
     # --------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Peer:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._reader)
+        self._tg.start_soon(self._writer)
         return self
 
     async def __aexit__(self, *exc: Any) -> bool | None:
@@ -134,6 +192,13 @@ class Peer:
             if not data:
                 break
             self._dispatch(self.conn.receive_data(data))
+            while self._busy >= self.max_inflight:
+                # Backpressure: the peer's pipe fills up and holds it back.  The handlers
+                # holding the slots are working or waiting for the peer to read our answers;
+                # none waits for a frame of the peer (those gave up their slot).
+                self._reading_paused = True
+                await self._slot_freed.wait()
+            self._reading_paused = False
         self._dispatch(self.conn.receive_eof())
         self.transcript.note("peer closed its output (EOF)")
         self.closed.set()
@@ -143,12 +208,28 @@ class Peer:
         self._changed.set()
         self._changed = anyio.Event()
 
+    def _wake(self, event: anyio.Event) -> None:
+        """Set ``event`` and put a fresh one in its attribute (one-shot wake-ups)."""
+        event.set()
+        if event is self._slot_freed:
+            self._slot_freed = anyio.Event()
+        elif event is self._outbox_changed:
+            self._outbox_changed = anyio.Event()
+        elif event is self._writer_wakeup:
+            self._writer_wakeup = anyio.Event()
+
+    def _append(self, ev: Event) -> None:
+        """Log an event and show it to the waits watching for one."""
+        self.events.append(ev)
+        for watch in list(self._watchers):
+            watch(ev)
+
     def _dispatch(self, events: list[Event]) -> None:
         # The core emits a frame's violations just before the frame's message
         # event (same ``index``); they are attached to that transcript entry.
         pending: list[Violation] = []
         for ev in events:
-            self.events.append(ev)
+            self._append(ev)
             if isinstance(ev, Violation):
                 pending.append(ev)
                 continue
@@ -161,6 +242,7 @@ class Peer:
             self.validate_inbound(ev, entry)
             if isinstance(ev, Request):
                 assert self._tg is not None
+                self._busy += 1
                 self._tg.start_soon(self._serve, ev)
             elif isinstance(ev, Notification):
                 for listener in list(self.listeners):
@@ -273,7 +355,7 @@ class Peer:
     ) -> None:
         v = Violation(clause, message, "error", ev.raw[:200], ev.index)
         self.transcript.violation(v, entry)
-        self.events.append(v)
+        self._append(v)
 
     def flag(
         self,
@@ -299,12 +381,18 @@ class Peer:
         if about is not None:
             entry = next((e for e in reversed(self.transcript.entries) if e.raw == about.raw), None)
         self.transcript.violation(v, entry)
-        self.events.append(v)
+        self._append(v)
         self._notify()
         return v
 
     # ----------------------------------------------------------------- writing
-    async def _write(self, data: bytes, message: Any = None, *, raw: bool = False) -> None:
+    async def _write(self, data: bytes, message: Any = None, *, raw: bool = False, queue: bool = False) -> None:
+        """Put one frame on the wire, after every frame handed over before it.
+
+        ``queue``: return once the frame is in the outbox (within its byte budget)
+        instead of once it is written: how a handler's answer leaves its slot free
+        while a peer that does not read its input holds the pipe up.
+        """
         if self.wire_filter is not None and not raw:
             # Deliberate damage (broken and hostile test peers): the transcript
             # records exactly what goes on the wire.
@@ -315,16 +403,91 @@ class Peer:
         self.transcript.add("out", data.rstrip(b"\n") if not raw else data, message)
         if raw:
             self.transcript.note("(previous frame sent raw, deliberately)")
-        async with self._send_lock:
-            await self.transport.send(data)
+        if not queue and not self._outbox and not self._send_lock.locked():
+            async with self._send_lock:  # the fast path: nothing queued ahead of us
+                await self.transport.send(data)
+            return
+        if self._write_error is not None:
+            raise self._write_error
+        while self._outbox and self._outbox_bytes + len(data) > self.outbox_budget:
+            await self._outbox_changed.wait()
+            if self._write_error is not None:
+                raise self._write_error
+        self._outbox.append(data)
+        self._outbox_bytes += len(data)
+        self._queued += 1
+        seq = self._queued
+        self._wake(self._writer_wakeup)
+        if not queue:
+            await self._flushed(seq)
+
+    async def _flushed(self, seq: int) -> None:
+        """Wait until the ``seq``-th queued frame is on the wire; ``PeerExited`` if it never will be."""
+        while self._written < seq:
+            await self._outbox_changed.wait()
+        if self._write_error is not None and self._written_ok < seq:
+            raise self._write_error
+
+    async def _writer(self) -> None:
+        """Write the outbox in order, in batches, under the send lock."""
+        while True:
+            while not self._outbox:
+                await self._writer_wakeup.wait()
+            async with self._send_lock:
+                batch: list[bytes] = []
+                size = 0
+                while self._outbox and (not batch or size + len(self._outbox[0]) <= _WRITE_BATCH):
+                    frame = self._outbox.popleft()
+                    batch.append(frame)
+                    size += len(frame)
+                if self._write_error is None:
+                    try:
+                        await self.transport.send(b"".join(batch))
+                        self._written_ok += len(batch)
+                    except PeerExited as exc:
+                        self._write_error = exc
+                self._outbox_bytes -= size
+                self._written += len(batch)
+                self._wake(self._outbox_changed)
+
+    def _stall(self) -> str:
+        """Why we are not reading, when we are not (for timeout messages)."""
+        if not self._reading_paused:
+            return ""
+        return (
+            f" (we stopped reading the peer's output: {self._busy} of its requests are in flight and "
+            f"{self._outbox_bytes} bytes of our answers wait for it to read its input)"
+        )
+
+    def note_unterminated(self) -> None:
+        """Put the line the peer began and has not ended into the transcript, as a note.
+
+        At a deadline the decoder may hold half a frame: the "stream ended in the middle of
+        a line" violation comes only at EOF, after the verdict, so without this the bytes
+        would be shown nowhere.  Noted again only when more bytes came.
+        """
+        n, head = self.conn.unterminated()
+        if n == 0 or n == self._unterminated_noted:
+            return
+        self._unterminated_noted = n
+        if not head:
+            self.transcript.note(f"the peer has written {n} bytes of an over-long line without a newline so far")
+            return
+        shown = head.decode("utf-8", "backslashreplace")
+        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
+        more = f" (first {len(head)} shown)" if n > len(head) else ""
+        self.transcript.note(f"the peer has written {n} bytes of a line without a terminating newline{more}: {shown}")
 
     async def drain(self) -> None:
         """Return once every frame already handed to the writer is on the wire.
 
-        Answers are settled before their bytes are written, and the writer holds
-        the send lock until they are out: taking the lock once waits for them.
-        Used before closing our output, so no answer is cut off by our own EOF.
+        Answers are settled before their bytes are written (or queued), and the
+        writer holds the send lock until they are out: waiting for the outbox,
+        then taking the lock once, waits for them.  Used before closing our
+        output, so no answer is cut off by our own EOF.
         """
+        while self._written < self._queued:
+            await self._outbox_changed.wait()
         async with self._send_lock:
             pass
 
@@ -410,6 +573,7 @@ class Peer:
     async def wait_response(self, rid: Any, *, method: str = "request", timeout: float | None = None) -> Response:
         key = jsonrpc.id_key(rid)
         limit = self.timeout if timeout is None else timeout
+        self._leave_slot()
         with anyio.move_on_after(limit):
             while True:
                 resp = self._responses.get(key)
@@ -420,7 +584,8 @@ class Peer:
                     self.flag(C_ANSWERED, msg)
                     raise PeerExited(msg, None, self.stderr_tail())
                 await self._changed.wait()
-        msg = f"no response to {method} (id {rid!r}) within {limit:g} s"
+        msg = f"no response to {method} (id {rid!r}) within {limit:g} s{self._stall()}"
+        self.note_unterminated()
         self.flag(C_ANSWERED, msg)
         raise PeerTimeout(msg, self.stderr_tail())
 
@@ -448,24 +613,54 @@ class Peer:
         what: str = "event",
         start: int = 0,
     ) -> Event:
-        """First event from index ``start`` on satisfying ``predicate``."""
+        """First event from position ``start`` on satisfying ``predicate``.
+
+        Events arriving during the wait are shown to ``predicate`` as they are logged
+        (a watcher), so a flood that makes the log drop older events cannot hide
+        the one awaited; of those already logged, the kept ones are searched.
+        """
         limit = self.timeout if timeout is None else timeout
-        pos = start
-        with anyio.move_on_after(limit):
-            while True:
-                while pos < len(self.events):
-                    ev = self.events[pos]
-                    pos += 1
-                    if predicate(ev):
-                        return ev
-                if self.closed.is_set():
-                    raise PeerExited(
-                        f"the peer closed its output while we waited for {what}",
-                        None,
-                        self.stderr_tail(),
-                    )
-                await self._changed.wait()
-        raise PeerTimeout(f"no {what} within {limit:g} s", self.stderr_tail())
+        self._leave_slot()
+        for ev in self.events[start:]:
+            if predicate(ev):
+                return ev
+        found: list[Event] = []
+        failed: list[BaseException] = []
+
+        def watch(ev: Event) -> None:
+            if found or failed:
+                return
+            try:
+                if predicate(ev):
+                    found.append(ev)
+            except Exception as exc:  # raised in the waiter, not in the reader
+                failed.append(exc)
+
+        self._watchers.append(watch)
+        try:
+            with anyio.move_on_after(limit):
+                while True:
+                    if failed:
+                        raise failed[0]
+                    if found:
+                        return found[0]
+                    if self.closed.is_set():
+                        raise PeerExited(
+                            f"the peer closed its output while we waited for {what}",
+                            None,
+                            self.stderr_tail(),
+                        )
+                    await self._changed.wait()
+        finally:
+            self._watchers.remove(watch)
+        self.note_unterminated()
+        raise PeerTimeout(f"no {what} within {limit:g} s{self._stall()}", self.stderr_tail())
+
+    def _leave_slot(self) -> None:
+        """A handler about to wait on the peer gives up its slot: the reader must read on."""
+        slot = _SLOT.get()
+        if slot is not None and slot.peer is self:
+            slot.release()
 
     async def wait_closed(self, timeout: float) -> bool:
         with anyio.move_on_after(timeout):
@@ -484,34 +679,44 @@ class Peer:
 
     # ---------------------------------------------------------------- serving
     async def _serve(self, req: Request) -> None:
-        handler = self.handlers.get(req.method, self.default_handler)
+        """Answer one request of the peer, holding a slot (taken in ``_dispatch``) until the
+        answer is queued or the handler first waits on the peer."""
+        slot = _Slot(self)
+        _SLOT.set(slot)
         try:
-            if handler is None:
-                await self.respond_error(
-                    req.id,
-                    jsonrpc.ErrorCode.METHOD_NOT_FOUND,
-                    f"method not found: {req.method}",
-                )
-                return
-            try:
-                result = await handler(req)
-            except HandlerError as exc:
-                await self.respond_error(req.id, exc.code, exc.message, exc.data)
-                return
-            except (PeerExited, LocalProtocolError):
-                raise
-            except Exception as exc:
-                # A bug in our handler must not take the connection down: the
-                # peer still gets its one answer, and the transcript says why.
-                self.transcript.note(f"internal error in the {req.method} handler: {type(exc).__name__}: {exc}")
-                await self.respond_error(req.id, jsonrpc.ErrorCode.INTERNAL_ERROR, f"internal error: {exc}")
-                return
-            if result is NO_ANSWER:
-                return
-            await self.respond(req.id, result, method=req.method, validate=False)
+            await self._answer(req)
         except (PeerExited, LocalProtocolError):
             # The peer is gone, or the handler already answered; nothing left to tell it.
             pass
+        finally:
+            slot.release()
+
+    async def _answer(self, req: Request) -> None:
+        handler = self.handlers.get(req.method, self.default_handler)
+        if handler is None:
+            await self._queue_error(req.id, jsonrpc.ErrorCode.METHOD_NOT_FOUND, f"method not found: {req.method}")
+            return
+        try:
+            result = await handler(req)
+        except HandlerError as exc:
+            await self._queue_error(req.id, exc.code, exc.message, exc.data)
+            return
+        except (PeerExited, LocalProtocolError):
+            raise
+        except Exception as exc:
+            # A bug in our handler must not take the connection down: the
+            # peer still gets its one answer, and the transcript says why.
+            self.transcript.note(f"internal error in the {req.method} handler: {type(exc).__name__}: {exc}")
+            await self._queue_error(req.id, jsonrpc.ErrorCode.INTERNAL_ERROR, f"internal error: {exc}")
+            return
+        if result is NO_ANSWER:
+            return
+        data = self.conn.send_result(req.id, result)
+        await self._write(data, _loads(data), queue=True)
+
+    async def _queue_error(self, request_id: Any, code: int, message: str, data: Any = None) -> None:
+        frame = self.conn.send_error(request_id, code, message, data)
+        await self._write(frame, _loads(frame), queue=True)
 
     # ------------------------------------------------------------------ state
     def violations(self) -> list[Violation]:

@@ -61,20 +61,64 @@ class Entry:
         return self.raw
 
 
+class _FramesDropped(str):
+    """The text of a "frames dropped here" note, which also knows its count (so a later
+    compaction pass extends the run it ends in rather than adding a second note)."""
+
+    n: int
+
+    def __new__(cls, n: int) -> _FramesDropped:
+        self = super().__new__(cls, f"... {n} frame(s) dropped here (a flood; see frames_dropped) ...")
+        self.n = n
+        return self
+
+
 #: stderr lines a transcript keeps: the first ones (startup, the first error) ...
 STDERR_HEAD = 200
 #: ... and the most recent ones; those in between are dropped and counted.
 STDERR_TAIL = 1000
+#: Frames (both directions) a transcript keeps from the start of the connection ...
+FRAMES_HEAD = 1000
+#: ... and at the end; those in between are dropped and counted, except the pinned ones.
+FRAMES_TAIL = 2000
+#: At most this many kinds of frame (see ``_signature``) have their first frame pinned.
+MAX_SIGNATURES = 512
+
+
+def _signature(direction: Direction, message: Any) -> tuple[Any, ...] | None:
+    """What a passive check's "was it exercised?" question can ask of a frame: its direction,
+    method, kind (request / notification / result / error) and session update kind."""
+    if not isinstance(message, dict):
+        return (direction, None)
+    method = message.get("method")
+    if not isinstance(method, str):
+        return (direction, None, "error" in message, "id" in message)
+    update = None
+    params = message.get("params")
+    if method == "session/update" and isinstance(params, dict) and isinstance(params.get("update"), dict):
+        kind = params["update"].get("sessionUpdate")
+        update = kind if isinstance(kind, str) else None
+    return (direction, method, "id" in message, update)
 
 
 class Transcript:
-    """Append-only record of one connection, except for stderr floods.
+    """Append-only record of one connection, bounded against floods.
 
-    Frames are all kept (checks need them).  stderr lines are not evidence of
-    conformance, and an agent may write gigabytes of them: the transcript keeps
-    the first ``STDERR_HEAD`` and the last ``STDERR_TAIL`` lines, and one note,
-    where the dropping began, that says how many were dropped
-    (``stderr_dropped``).  A line carrying a violation is never dropped.
+    An agent may write gigabytes of stderr, or millions of valid frames: a
+    transcript that kept them all would grow without bound.  So:
+
+    * stderr lines (not evidence of conformance): the first ``STDERR_HEAD`` and
+      the last ``STDERR_TAIL`` are kept, and one note, where the dropping began,
+      says how many were dropped (``stderr_dropped``);
+    * frames: the first ``FRAMES_HEAD`` and the last ``FRAMES_TAIL`` are kept,
+      plus every frame carrying a violation and the first frame of each kind
+      (``_signature``: direction, method, request / notification / result /
+      error, session update kind), so the passive checks' "was it exercised?"
+      questions get the same answers as over the whole stream.  Each run of
+      dropped frames leaves one note saying how many were dropped there
+      (``frames_dropped`` counts them all).
+
+    An entry carrying a violation is never dropped, and notes never are.
     """
 
     def __init__(self, label: str = "") -> None:
@@ -84,8 +128,12 @@ class Transcript:
         self.violations: list[Violation] = []
         self.stderr_total = 0
         self.stderr_dropped = 0
+        self.frames_total = 0
+        self.frames_dropped = 0
         self._stderr_tail: deque[Entry] = deque()  # droppable stderr entries, oldest first
+        self._frame_tail: deque[Entry] = deque()  # droppable frame entries, oldest first
         self._drop_note: Entry | None = None
+        self._signatures: set[tuple[Any, ...] | None] = set()
 
     def _now(self) -> float:
         return round(time.monotonic() - self.started, 6)
@@ -97,38 +145,83 @@ class Transcript:
             self.stderr_total += 1
             if self.stderr_total > STDERR_HEAD:
                 self._stderr_tail.append(entry)
-                excess = len(self._stderr_tail) - STDERR_TAIL
-                # Compacting costs a pass over the entries: only when it frees at least a
-                # quarter of them (and a tail's worth), so each line costs O(1) amortised.
-                if excess >= max(STDERR_TAIL, len(self.entries) // 4):
-                    self._drop_stderr(excess)
+                self._maybe_compact()
+        elif direction in ("in", "out"):
+            self.frames_total += 1
+            sig = _signature(direction, message)
+            if sig not in self._signatures and len(self._signatures) < MAX_SIGNATURES:
+                self._signatures.add(sig)  # the first of its kind: pinned
+            elif self.frames_total > FRAMES_HEAD:
+                self._frame_tail.append(entry)
+                self._maybe_compact()
         return entry
 
-    def _drop_stderr(self, n: int) -> None:
-        """Drop the ``n`` oldest droppable stderr lines; count them in one note."""
-        doomed: set[int] = set()
-        first: Entry | None = None
-        for _ in range(n):
-            e = self._stderr_tail.popleft()
-            if not e.violations:
-                doomed.add(id(e))
-                first = first or e
-        if first is None:
+    def _maybe_compact(self) -> None:
+        """Drop what is past the tails, in one pass over the entries.
+
+        A pass costs O(entries): it runs only when it frees at least a quarter of them
+        (and a tail's worth), so each line costs O(1) amortised.
+        """
+        stderr_excess = len(self._stderr_tail) - STDERR_TAIL
+        frame_excess = len(self._frame_tail) - FRAMES_TAIL
+        quarter = len(self.entries) // 4
+        if stderr_excess < max(STDERR_TAIL, quarter) and frame_excess < max(FRAMES_TAIL // 2, quarter):
             return
-        self.stderr_dropped += len(doomed)
+        doomed: set[int] = set()
+        for queue, excess in ((self._stderr_tail, stderr_excess), (self._frame_tail, frame_excess)):
+            for _ in range(max(excess, 0)):
+                e = queue.popleft()
+                if not e.violations:
+                    doomed.add(id(e))
+        if doomed:
+            self._drop(doomed)
+
+    def _drop(self, doomed: set[int]) -> None:
+        """Remove the ``doomed`` entries; count them in notes (one for stderr, one per run of frames)."""
         kept: list[Entry] = []
+        frames_note: Entry | None = None  # the note of the run of dropped frames we are in
         for e in self.entries:
             if id(e) not in doomed:
+                if frames_note is not None and e.direction in ("in", "out", "stderr"):
+                    frames_note = None  # a kept line ends the run
                 kept.append(e)
-            elif self._drop_note is None:
-                self._drop_note = Entry(e.t, "note", "")
-                kept.append(self._drop_note)
+                continue
+            if e.direction == "stderr":
+                self.stderr_dropped += 1
+                if self._drop_note is None:
+                    self._drop_note = Entry(e.t, "note", "")
+                    kept.append(self._drop_note)
+                continue
+            self.frames_dropped += 1
+            if frames_note is None:
+                previous = kept[-1] if kept else None
+                if previous is not None and previous.direction == "note" and isinstance(previous.raw, _FramesDropped):
+                    frames_note = previous  # a run that an earlier pass began
+                else:
+                    frames_note = Entry(e.t, "note", _FramesDropped(0))
+                    kept.append(frames_note)
+            assert isinstance(frames_note.raw, _FramesDropped)
+            frames_note.raw = _FramesDropped(frames_note.raw.n + 1)
         self.entries = kept
-        assert self._drop_note is not None
-        self._drop_note.raw = (
-            f"... {self.stderr_dropped} stderr line(s) of the peer dropped here (a flood: the first "
-            f"{STDERR_HEAD} and the last {STDERR_TAIL} are kept) ..."
-        )
+        if self._drop_note is not None:
+            self._drop_note.raw = (
+                f"... {self.stderr_dropped} stderr line(s) of the peer dropped here (a flood: the first "
+                f"{STDERR_HEAD} and the last {STDERR_TAIL} are kept) ..."
+            )
+
+    @property
+    def dropped_summary(self) -> str:
+        """One sentence for reports: how much of the stream is not in the evidence ("" when nothing)."""
+        parts = []
+        if self.frames_dropped:
+            parts.append(
+                f"{self.frames_dropped} of {self.frames_total} frame(s) dropped from the evidence (a flood: the "
+                f"first {FRAMES_HEAD} and last {FRAMES_TAIL}, every frame with a violation and the first of each "
+                "kind are kept)"
+            )
+        if self.stderr_dropped:
+            parts.append(f"{self.stderr_dropped} of {self.stderr_total} stderr line(s) dropped")
+        return "; ".join(parts)
 
     def violation(self, v: Violation, entry: Entry | None = None) -> None:
         self.violations.append(v)

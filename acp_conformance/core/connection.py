@@ -288,6 +288,14 @@ class Connection:
         """The peer's requests we have not answered yet, as ``(id, method)``."""
         return list(self._incoming.values())
 
+    def unterminated(self, limit: int = 200) -> tuple[int, bytes]:
+        """``(length, first bytes)`` of the line the peer began and has not ended yet ((0, b"") when none):
+        what a peer that hangs mid-line wrote, to show at a deadline (the EOF violation comes too late)."""
+        discarding = self._decoder.discarding
+        if discarding:
+            return discarding, b""
+        return self._decoder.buffered, self._decoder.pending(limit)
+
     def is_outstanding(self, id: Any) -> bool:
         return jsonrpc.id_key(id) in self._outgoing
 

@@ -7,10 +7,25 @@ goes on so that later clauses can still be judged.
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
-__all__ = ["Event", "Notification", "Request", "Response", "Violation", "Severity"]
+__all__ = [
+    "BULK_UPDATES",
+    "DROPPED",
+    "EVENTS_HEAD",
+    "EVENTS_STRUCTURAL",
+    "EVENTS_TAIL",
+    "Event",
+    "EventLog",
+    "Notification",
+    "Request",
+    "Response",
+    "Severity",
+    "Violation",
+]
 
 Severity = Literal["error", "warning"]
 
@@ -76,3 +91,137 @@ class Response:
 
 
 Event = Request | Notification | Response | Violation
+
+
+# ------------------------------------------------------------------ the log
+#: Events a log always keeps from the start of a connection (the handshake, the first turns).
+EVENTS_HEAD = 1000
+#: Bulk events (message chunks, usage and command updates, extension notifications, stray
+#: answers) kept at the end: older ones past the head are dropped and counted.
+EVENTS_TAIL = 2000
+#: Structural events (requests, tool-call / plan / mode updates) kept past the head: far more,
+#: since per-turn checks pair them up (a tool call with its updates and its permission request).
+EVENTS_STRUCTURAL = 5000
+
+#: Session update kinds no check needs one by one (they are judged as they arrive, and the
+#: transcript pins the first of each kind): the volume of a long or flooding turn.
+BULK_UPDATES = frozenset(
+    {"agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "usage_update", "available_commands_update"}
+)
+
+#: What ``EventLog[i]`` returns for a dropped position: a notification no check asks for, so
+#: position-based scans (``for i in range(start, end)``) step over it.
+DROPPED = Notification(method="$/acp_conformance/dropped", params=None, has_params=False)
+
+
+def _retention(ev: Event) -> str:
+    """``pinned`` (never dropped), ``structural`` or ``bulk``: how long the log keeps ``ev``."""
+    if isinstance(ev, Violation):
+        return "pinned"
+    if isinstance(ev, Response):
+        # Answers to our own requests: as many as we sent, and waits look them up.
+        return "pinned" if ev.method is not None else "bulk"
+    if isinstance(ev, Request):
+        return "structural"
+    if ev.method == "session/update" and isinstance(ev.params, dict):
+        update = ev.params.get("update")
+        kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+        return "bulk" if kind in BULK_UPDATES else "structural"
+    return "bulk"
+
+
+class EventLog(Sequence[Event]):
+    """The events of one connection, by position, in bounded memory.
+
+    Positions are absolute and stable: ``len(log)`` counts every event ever
+    appended, so callers keep noting ``len(peer.events)`` before a turn and
+    slicing from there.  A peer that floods would otherwise make the suite keep
+    every frame it ever sent (about 1.7 KB per notification, without bound), so
+    past the first ``head`` events the log keeps the last ``tail`` *bulk*
+    events and the last ``structural`` structural ones (see ``_retention``),
+    plus every violation and every answer to our requests; the others are
+    dropped and counted in ``dropped``.  Normal turns stay far below these
+    windows, so the per-turn checks see every event of them.
+
+    Indexing a dropped position returns ``DROPPED`` (a notification no check
+    looks for); iteration and slices yield the kept events only.
+    """
+
+    def __init__(
+        self, *, head: int = EVENTS_HEAD, tail: int = EVENTS_TAIL, structural: int = EVENTS_STRUCTURAL
+    ) -> None:
+        self.head = head
+        self.tail = tail
+        self.structural = structural
+        self._kept: dict[int, Event] = {}
+        self._n = 0
+        self._bulk: deque[int] = deque()
+        self._struct: deque[int] = deque()
+        self.dropped = 0
+
+    def append(self, ev: Event) -> None:
+        i = self._n
+        self._n += 1
+        self._kept[i] = ev
+        if i < self.head:
+            return
+        kind = _retention(ev)
+        if kind == "pinned":
+            return
+        queue, limit = (self._bulk, self.tail) if kind == "bulk" else (self._struct, self.structural)
+        queue.append(i)
+        if len(queue) > limit:
+            del self._kept[queue.popleft()]
+            self.dropped += 1
+
+    def clear(self) -> None:
+        """Forget everything (a judge that nothing waits on keeps nothing)."""
+        self._kept.clear()
+        self._bulk.clear()
+        self._struct.clear()
+        self._n = 0
+        self.dropped = 0
+
+    def get(self, i: int) -> Event | None:
+        """The event at position ``i``, or None when it was dropped (or is out of range)."""
+        return self._kept.get(i)
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self) -> Iterator[Event]:
+        return iter(list(self._kept.values()))
+
+    def __reversed__(self) -> Iterator[Event]:
+        return iter(list(reversed(self._kept.values())))
+
+    @overload
+    def __getitem__(self, i: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Event]: ...
+
+    def __getitem__(self, i: int | slice) -> Event | list[Event]:
+        if isinstance(i, slice):
+            lo, hi, step = i.indices(self._n)
+            if step != 1:
+                raise ValueError("EventLog slices take no step")
+            if hi - lo > len(self._kept):
+                return [e for k, e in self._kept.items() if lo <= k < hi]
+            kept = self._kept
+            return [e for k in range(lo, hi) if (e := kept.get(k)) is not None]
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("event position out of range")
+        return self._kept.get(i, DROPPED)
+
+    def index(self, value: Any, start: int = 0, stop: int | None = None) -> int:
+        hi = self._n if stop is None else stop
+        for k, e in self._kept.items():
+            if start <= k < hi and (e is value or e == value):
+                return k
+        raise ValueError(f"{value!r} is not in the event log (or was dropped)")
+
+    def __contains__(self, value: object) -> bool:
+        return any(e is value or e == value for e in self._kept.values())

@@ -64,6 +64,15 @@ class FrameDecoder:
         """Bytes held for an unfinished line (bounded by ``max_frame_bytes``)."""
         return len(self._buf)
 
+    @property
+    def discarding(self) -> int:
+        """Bytes of an over-long line being discarded so far (0 when none is)."""
+        return self._discarded if self._discarding else 0
+
+    def pending(self, limit: int = 200) -> bytes:
+        """The first ``limit`` bytes of the unfinished line: evidence when a peer stops mid-line."""
+        return bytes(self._buf[:limit])
+
     def feed(self, data: bytes) -> list[RawFrame | Violation]:
         """Add bytes; return the frames (and framing violations) they complete."""
         if self._closed:

@@ -3,8 +3,7 @@
 The end-to-end runs (test_hostile_agents.py) show the suite *survives* the
 floods; these measure, with tracemalloc, what it *keeps*, against the real
 hostile agents through the real harness, so a bound that does not hold is
-pinned to the component that breaks it.  Strict xfails are known bugs with
-the fix they need (also in docs/hostile-peers.md); remove the mark once fixed.
+pinned to the component that breaks it.
 """
 
 from __future__ import annotations
@@ -71,12 +70,6 @@ def test_a_100_mib_line_costs_at_most_the_frame_cap() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: Peer.events and the Transcript keep every frame (raw bytes, decoded message, event, entry): "
-    "~1.6 KB per notification, so a flood of 200,000 costs ~310 MB and memory grows without bound (peer.py, "
-    "transcript.py)",
-)
 async def test_notification_flood_costs_bounded_memory(
     schema_validator: SchemaValidator, tmp_path: Path, traced: None
 ) -> None:
@@ -140,12 +133,6 @@ def test_transcript_keeps_the_head_and_tail_of_stderr_in_order_and_counts_the_re
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: no backpressure on inbound requests: Peer starts a task per request at once (peer.py _dispatch), "
-    "and an agent that sends requests without reading the answers makes them pile up (plus every event and "
-    "transcript entry kept): ~10 KB per request in flight",
-)
 async def test_request_flood_costs_bounded_memory(
     schema_validator: SchemaValidator, tmp_path: Path, traced: None
 ) -> None:
