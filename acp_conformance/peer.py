@@ -389,9 +389,10 @@ class Peer:
     async def _write(self, data: bytes, message: Any = None, *, raw: bool = False, queue: bool = False) -> None:
         """Put one frame on the wire, after every frame handed over before it.
 
-        ``queue``: return once the frame is in the outbox (within its byte budget)
-        instead of once it is written: how a handler's answer leaves its slot free
-        while a peer that does not read its input holds the pipe up.
+        ``queue``: when others are ahead, return once the frame is in the outbox
+        (within its byte budget) instead of once it is written: how a handler's
+        answer leaves its slot free while a peer that does not read its input
+        holds the pipe up (at most the one writer on the fast path blocks).
         """
         if self.wire_filter is not None and not raw:
             # Deliberate damage (broken and hostile test peers): the transcript
@@ -403,8 +404,10 @@ class Peer:
         self.transcript.add("out", data.rstrip(b"\n") if not raw else data, message)
         if raw:
             self.transcript.note("(previous frame sent raw, deliberately)")
-        if not queue and not self._outbox and not self._send_lock.locked():
-            async with self._send_lock:  # the fast path: nothing queued ahead of us
+        if not self._outbox and not self._send_lock.locked():
+            # The fast path: nothing queued ahead of us.  If the pipe is full this blocks one
+            # writer (holding the lock); everyone after it goes through the outbox.
+            async with self._send_lock:
                 await self.transport.send(data)
             return
         if self._write_error is not None:
