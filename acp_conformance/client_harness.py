@@ -48,8 +48,8 @@ from acp_conformance.clauses import registry
 from acp_conformance.control import ControlServer, RelayConnection, open_control_server
 from acp_conformance.core.connection import Role
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
-from acp_conformance.errors import ConformanceFailure, PeerExited, PeerTimeout
-from acp_conformance.harness import AcpSpecWarning, judge_transcript
+from acp_conformance.errors import ConformanceFailure, PeerExited, PeerTimeout, PeerUnavailable
+from acp_conformance.harness import DEAD_AFTER, AcpSpecWarning, _Liveness, judge_transcript
 from acp_conformance.peer import Peer
 from acp_conformance.profiles import ClientProfile, default_profile
 from acp_conformance.results import ClauseResult, Status
@@ -71,6 +71,11 @@ MODES = ("auto", "agent-initiated", "manual")
 #: How much of the client's own stdout is kept for evidence.
 STDOUT_TAIL_BYTES = 8192
 MANUAL_NOTE = " (manually verified)"
+
+#: Per-process memory of how handshakes with each client command went (as for agents:
+#: after ``DEAD_AFTER`` clients in a row never launched the agent or never sent
+#: ``initialize``, and none ever did, later tests do not start the client again).
+_LIVENESS: dict[str, _Liveness] = {}
 
 
 class Unsupported(Exception):
@@ -303,6 +308,12 @@ class ClientHarness:
         sandbox.mkdir(parents=True, exist_ok=True)
         transcript = Transcript(label=self.config.command)
         if self.mode == "auto":
+            seen = _LIVENESS.setdefault(self.config.command, _Liveness())
+            if not seen.ok and len(seen.failures) >= DEAD_AFTER:
+                raise PeerUnavailable(
+                    f"not started again: the client failed its first {len(seen.failures)} handshakes in this run "
+                    f"(launch the agent, send initialize) and never completed one (last: {seen.failures[-1]})"
+                )
             kind = "unix"
             async with open_control_server(kind, address=self.config.control, token=self.config.token) as server:
                 async with self._start_client(server, sandbox, transcript, permission, prompt) as (proc, argv):
@@ -402,6 +413,7 @@ class ClientHarness:
             actual = f"the client exited with status {proc.returncode} without launching the agent"
         else:
             actual = f"the client did not launch the agent within {limit:g} s"
+        _LIVENESS.setdefault(self.config.command, _Liveness()).failures.append(actual)
         raise ConformanceFailure(
             "init.first",
             "the client to launch the agent ({agent} in its command line) and send initialize",
@@ -482,20 +494,24 @@ class ClientHarness:
 
     async def _await_initialize(self, conn: ClientConnection) -> None:
         limit = self.config.startup_timeout if self.mode == "auto" else self.config.human_timeout
+        seen = _LIVENESS.setdefault(self.config.command, _Liveness())
         try:
             req = await conn.agent.wait_initialize(limit)
         except PeerExited:
-            raise ConformanceFailure(
-                "init.first",
-                "the client to send initialize to the agent it launched",
-                "the client closed the agent's stdin without sending initialize" + _stderr_hint(conn.process),
-            ) from None
+            actual = "the client closed the agent's stdin without sending initialize"
         except PeerTimeout:
+            actual = f"it launched the agent but sent no initialize within {limit:g} s"
+        else:
+            actual = ""
+            seen.ok = True
+        if actual:
+            conn.peer.note_unterminated()  # half an initialize line, say: shown in the evidence
+            seen.failures.append(actual)
             raise ConformanceFailure(
                 "init.first",
                 "the client to send initialize to the agent it launched",
-                f"it launched the agent but sent no initialize within {limit:g} s" + _stderr_hint(conn.process),
-            ) from None
+                actual + _stderr_hint(conn.process),
+            )
         params = req.params if isinstance(req.params, dict) else {}
         if self.peer_info is None:
             self.peer_info = {

@@ -43,7 +43,7 @@ from acp_conformance.core.events import (
     Severity,
     Violation,
 )
-from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
+from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, printable
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
 from acp_conformance.transcript import Entry, Transcript
 from acp_conformance.transport.base import Transport
@@ -476,8 +476,7 @@ class Peer:
         if not head:
             self.transcript.note(f"the peer has written {n} bytes of an over-long line without a newline so far")
             return
-        shown = head.decode("utf-8", "backslashreplace")
-        shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in shown)
+        shown = printable(head)
         more = f" (first {len(head)} shown)" if n > len(head) else ""
         self.transcript.note(f"the peer has written {n} bytes of a line without a terminating newline{more}: {shown}")
 

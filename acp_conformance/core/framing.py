@@ -17,12 +17,21 @@ from dataclasses import dataclass
 
 from acp_conformance.core.events import Violation
 
-__all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameDecoder", "RawFrame", "encode_frame"]
+__all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameDecoder", "RawFrame", "encode_frame", "printable"]
 
 #: 64 MiB: far above anything a sane peer sends, far below what hurts us.
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 
 CLAUSE_NEWLINE = "transport.stdio.newline-delimited"
+#: How much of an unterminated line a message shows.
+PREVIEW_BYTES = 120
+
+
+def printable(data: bytes) -> str:
+    """``data`` as one printable line (invalid UTF-8 and control characters escaped): bytes a
+    peer wrote, quoted in a message a person reads."""
+    text = data.decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +134,8 @@ class FrameDecoder:
             out.append(
                 Violation(
                     CLAUSE_NEWLINE,
-                    f"stream ended in the middle of a line ({len(tail)} bytes without a terminating newline)",
+                    f"stream ended in the middle of a line ({len(tail)} bytes without a terminating newline): "
+                    f"{printable(tail[:PREVIEW_BYTES])}{'...' if len(tail) > PREVIEW_BYTES else ''}",
                     raw=tail[:200],
                 )
             )

@@ -33,6 +33,7 @@ from tests.e2e._suite_run import ROOT, SuiteRun, run_suite
 
 PY = sys.executable
 HOSTILE = ROOT / "tests" / "peers" / "hostile_agents.py"
+HOSTILE_CLIENTS = ROOT / "tests" / "peers" / "hostile_clients.py"
 REFERENCE = f"{PY} -m mock_agent"
 
 
@@ -110,19 +111,28 @@ def run_hostile(
     suite_env: dict[str, str] | None = None,
     timeout: float = 150,
     command: str | None = None,
+    role: str = "agent",
 ) -> HostileRun:
-    """The agent suite against ``hostile_agents.py NAME`` (or ``command``), in ``tmp``."""
+    """The agent suite against ``hostile_agents.py NAME`` (or ``command``), in ``tmp``.
+
+    ``role="client"``: the client suite against ``command`` (a hostile client, driven by the
+    mock-client profile); ``agent_env`` then goes to the client (``--acp-client-env``), and on
+    to the relay agent it launches.
+    """
     tag = uuid.uuid4().hex
     state, probe = tmp / "state", tmp / "probe"
     state.mkdir(parents=True)
     probe.mkdir()
     env = {"HOSTILE_RUN_TAG": tag, "HOSTILE_STATE_DIR": str(state), **(agent_env or {})}
-    args = ["-p", "tests.hostile._rss_probe", *(f"--acp-agent-env={k}={v}" for k, v in env.items()), *extra]
+    args = ["-p", "tests.hostile._rss_probe", *(f"--acp-{role}-env={k}={v}" for k, v in env.items())]
+    if role == "client":
+        args += ["--acp-client-profile=mock-client", f"--basetemp={tmp / 'bt'}"]
+    args += extra
     pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     started = time.monotonic()
     with environ(PYTHONPATH=pythonpath, ACP_HOSTILE_PROBE_DIR=str(probe), **(suite_env or {})):
         try:
-            suite = run_suite(command or f"{PY} {HOSTILE} {name}", tmp, *args, timeout=timeout)
+            suite = run_suite(command or f"{PY} {HOSTILE} {name}", tmp, *args, timeout=timeout, role=role)
         except subprocess.TimeoutExpired:
             left = stray_processes(tag)
             for line in left:
