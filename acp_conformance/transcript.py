@@ -156,6 +156,13 @@ class Transcript:
                 self._maybe_compact()
         return entry
 
+    def _forget_removed(self) -> None:
+        """Forget droppable entries a subclass removed from ``entries`` itself (the mock agent keeps only
+        its last 100): the queues must not keep alive what the transcript no longer holds."""
+        held = {id(e) for e in self.entries}
+        self._stderr_tail = deque(e for e in self._stderr_tail if id(e) in held)
+        self._frame_tail = deque(e for e in self._frame_tail if id(e) in held)
+
     def _maybe_compact(self) -> None:
         """Drop what is past the tails, in one pass over the entries.
 
@@ -164,6 +171,8 @@ class Transcript:
         """
         stderr_excess = len(self._stderr_tail) - STDERR_TAIL
         frame_excess = len(self._frame_tail) - FRAMES_TAIL
+        if len(self._stderr_tail) + len(self._frame_tail) > 2 * len(self.entries) + 64:
+            self._forget_removed()  # amortised: afterwards the queues are no longer than the entries
         quarter = len(self.entries) // 4
         if stderr_excess < max(STDERR_TAIL, quarter) and frame_excess < max(FRAMES_TAIL // 2, quarter):
             return
