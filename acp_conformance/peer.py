@@ -221,8 +221,9 @@ class Peer:
     def _append(self, ev: Event) -> None:
         """Log an event and show it to the waits watching for one."""
         self.events.append(ev)
-        for watch in list(self._watchers):
-            watch(ev)
+        if self._watchers:
+            for watch in list(self._watchers):
+                watch(ev)
 
     def _dispatch(self, events: list[Event]) -> None:
         # The core emits a frame's violations just before the frame's message
