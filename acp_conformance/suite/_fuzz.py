@@ -565,6 +565,10 @@ class FrameFuzzer(ABC):
                 probe_ids.append(await peer.send_request(method, params, validate=validate, id=pid))
                 await peer.wait_response(probe_ids[-1], method=method, timeout=self.timeout)
         except PeerError as exc:
+            # Already flagged where it was waited for; the connection is replaced before the next
+            # example, so its teardown need not wait for these answers all over again.
+            for pid in probe_ids:
+                peer.conn.forget_outgoing(pid)
             what = "closed its output" if peer.closed.is_set() else "stopped answering"
             return [acp.Problem(C_ANSWERED, f"the {self.role} {what} after the frame ({exc.message})")]
         finally:

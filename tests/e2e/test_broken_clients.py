@@ -9,8 +9,11 @@ compares the set of findings with what the breakage declares.
 requires the FAIL/WARN set to equal ``{breaks} | also`` exactly.
 ``ACP_PROOF=targeted`` (what ``./run test`` uses, to keep CI fast on two
 cores) runs only the tests bound to ``{breaks} | also``: the target must get
-its status and nothing outside the declared set may be flagged.  The
-reference client always gets the whole suite, serially and under xdist.
+its status and nothing outside the declared set may be flagged.  It also
+leaves out the fuzz campaigns unless the breakage is one only they find
+(``fuzz-*``) or its clause is one only they judge; full mode runs everything.
+The reference client always gets the whole suite, fuzzing included, serially
+and under xdist.
 """
 
 from __future__ import annotations
@@ -34,6 +37,17 @@ BROKEN = ROOT / "tests" / "peers" / "broken_clients.py"
 PY = sys.executable
 ARGS = "{permission} --caps fs,terminal --agent {agent} --prompt {prompt} --quiet"
 REFERENCE = f"{PY} -m mock_client {ARGS}"
+
+FUZZ_MODULES = ("test_fuzz::",)
+#: Client clauses only a fuzz campaign judges.
+FUZZ_ONLY = {c for c, tests in bindings("client").items() if all(t.startswith(FUZZ_MODULES) for t in tests)}
+
+
+def needs_fuzzing(name: str, breaks: str) -> bool:
+    """Targeted proofs run the fuzz campaigns only for the breakages only they can find (as for agents);
+    a ``fuzz-*`` breakage names the one campaign that finds it (``ClientBreakage.fuzz``)."""
+    return name.startswith("fuzz-") or breaks in FUZZ_ONLY
+
 
 #: Client clauses bound to a check that no broken client can violate alone, and why.
 KNOWN_UNPROVEN = {
@@ -84,6 +98,12 @@ def test_broken_client_fails_exactly_its_clause(name: str, tmp_path: Path) -> No
     declared = {b.breaks} | b.also
     targeted = os.environ.get("ACP_PROOF", "full") == "targeted"
     select = [f"--acp-clause={cid}" for cid in sorted(declared)] if targeted else []
+    if targeted and b.fuzz:
+        # Only the campaign that finds it, and little time to shrink (a third of 6 s, at least 2 s):
+        # the finding comes within the first examples of the default seed.  Full mode runs everything.
+        select += ["-k", b.fuzz, "--acp-fuzz-seconds=6"]
+    elif targeted and not needs_fuzzing(name, b.breaks):
+        select += ["-k", "not test_fuzz"]
     run = run_client_suite(
         f"{PY} {BROKEN} {name} {ARGS}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=10", *select
     )

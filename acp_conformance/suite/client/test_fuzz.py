@@ -191,11 +191,15 @@ class ClientFrameFuzzer(FrameFuzzer):
         else:
             tool_call = {"toolCallId": "acp-fuzz-probe", "title": "Fuzz probe", "kind": "read", "status": "pending"}
             probe = (PERMISSION, {"sessionId": sid, "toolCall": tool_call, "options": DEFAULT_OPTIONS}, True)
-        # The baseline: how the client answers the probe before any fuzzing (a client that does not
-        # answer even this fails jsonrpc.every-request-answered by the wait itself).
-        first = await conn.peer.call(probe[0], probe[1])
+        # The baseline, before any fuzzing: the probe is answered (a client that does not answer even
+        # this fails jsonrpc.every-request-answered by the wait itself), and a valid permission request
+        # tells whether the client implements the baseline method at all.
+        if probe[0] != PERMISSION:
+            await conn.peer.call(probe[0], probe[1])
+        tool_call = {"toolCallId": "acp-fuzz-baseline", "title": "Fuzz baseline", "kind": "read", "status": "pending"}
+        first = await conn.peer.call(PERMISSION, {"sessionId": sid, "toolCall": tool_call, "options": DEFAULT_OPTIONS})
         error = first.error if first.is_error and isinstance(first.error, dict) else {}
-        if probe[0] == PERMISSION and error.get("code") == jsonrpc.ErrorCode.METHOD_NOT_FOUND:
+        if error.get("code") == jsonrpc.ErrorCode.METHOD_NOT_FOUND:
             implemented.discard(PERMISSION)
         live = Live(conn, probe=probe, implemented=frozenset(implemented))
         live.values = {
