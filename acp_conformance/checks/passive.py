@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from acp_conformance.checks.wire import WIRE_CHECKS, Frames
 from acp_conformance.clauses import registry
 from acp_conformance.results import ClauseResult, Status
 from acp_conformance.transcript import Entry, Transcript, redactor
@@ -49,6 +50,15 @@ def _inbound_method(method: str) -> Predicate:
     return lambda entries: any(e.method == method for e in entries)
 
 
+def _any_request(entries: list[Entry]) -> bool:
+    return any(isinstance(e.message, dict) and "method" in e.message and "id" in e.message for e in entries)
+
+
+def _wire(clause_id: str) -> Predicate:
+    """Exercised as the wire check of ``clause_id`` says (judged on the inbound frames alone)."""
+    return lambda entries: WIRE_CHECKS[clause_id](Frames(entries))[0]
+
+
 #: clause id -> (roles of the peer it is judged for, "was it exercised?")
 PASSIVE_CLAUSES: dict[str, tuple[tuple[str, ...], Predicate]] = {
     "transport.utf8": (("agent", "client"), _any_frame),
@@ -78,6 +88,14 @@ PASSIVE_CLAUSES: dict[str, tuple[tuple[str, ...], Predicate]] = {
     "fs.read.shape": (("agent",), _inbound_method("fs/read_text_file")),
     "fs.write.shape": (("agent",), _inbound_method("fs/write_text_file")),
     "term.create.shape": (("agent",), _inbound_method("terminal/create")),
+    # Envelope findings of the core (params not an object, a reused id; a null or fractional id).
+    "jsonrpc.request-shape": (("agent",), _any_request),
+    "jsonrpc.id-not-null": (("agent",), _any_request),
+    # Shapes the validator charges to their own clause (validation.clause_for).
+    "update.notice.shape": (("agent",), _updates_of("notice")),
+    "update.compaction.shape": (("agent",), _updates_of("compaction_update", "compaction_summary_chunk")),
+    # Judged by checks.wire on every transcript as well.
+    **{clause_id: (("agent",), _wire(clause_id)) for clause_id in WIRE_CHECKS},
 }
 
 
@@ -132,6 +150,27 @@ def passive_results(
         entry = where.get(id(v))
         excerpt = transcript.excerpt([entry] if entry is not None else [], last=excerpt_lines)
         out.append(ClauseResult(v.clause_id, key[1], redact(v.message), excerpt))
+    inbound = [e for e in transcript.entries if e.direction == "in"]
+    frames = Frames(inbound, [e for e in transcript.entries if e.direction == "out"])
+    wire_exercised: dict[str, bool] = {}
+    for clause_id, check in WIRE_CHECKS.items():
+        roles, _ = PASSIVE_CLAUSES[clause_id]
+        if peer_role not in roles:
+            continue
+        touched, findings = check(frames)
+        wire_exercised[clause_id] = touched
+        for finding in findings:
+            failed.add(clause_id)
+            key = (clause_id, Status.FAIL if reg.get(clause_id).mandatory else Status.WARN)
+            messages = shown.setdefault(key, set())
+            if finding.message in messages:
+                continue
+            if len(messages) >= max_examples:
+                hidden[key] = hidden.get(key, 0) + 1
+                continue
+            messages.add(finding.message)
+            excerpt = transcript.excerpt([finding.entry], last=excerpt_lines)
+            out.append(ClauseResult(clause_id, key[1], redact(finding.message), excerpt))
     for (clause_id, status), n in hidden.items():
         out.append(
             ClauseResult(
@@ -140,10 +179,9 @@ def passive_results(
                 f"{n} more violation(s) of this clause not listed: only the first {max_examples} distinct messages are",
             )
         )
-    inbound = [e for e in transcript.entries if e.direction == "in"]
     for clause_id, (roles, exercised) in PASSIVE_CLAUSES.items():
         if clause_id in failed or peer_role not in roles or clause_id not in reg:
             continue
-        if exercised(inbound):
+        if wire_exercised.get(clause_id, False) if clause_id in WIRE_CHECKS else exercised(inbound):
             out.append(ClauseResult(clause_id, Status.PASS, f"{len(inbound)} inbound frame(s) checked"))
     return out

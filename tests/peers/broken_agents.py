@@ -227,6 +227,20 @@ class AuthMethodWithoutName(MockAgent):
         return [{"id": "login"}]
 
 
+class BrokenBySecondInitialize(MockAgent):
+    """Answers a second initialize, then refuses everything that follows."""
+
+    async def handle_initialize(self, req: Request) -> Any:
+        if self.initialized:
+            self.wedged = True
+        return await super().handle_initialize(req)
+
+    async def handle_new_session(self, req: Request) -> Any:
+        if getattr(self, "wedged", False):
+            raise HandlerError(-32603, "internal error: connection state reset")
+        return await super().handle_new_session(req)
+
+
 class NoAgentInfo(MockAgent):
     def initialize_result(self, params: Json) -> Json:
         result = super().initialize_result(params)
@@ -275,6 +289,11 @@ class NoStopReason(MockAgent):
 class ErrorsOnTextPrompts(MockAgent):
     async def handle_prompt(self, req: Request) -> Any:
         raise HandlerError(-32603, "this agent cannot handle text")
+
+
+class PromptMethodNotFound(MockAgent):
+    async def handle_prompt(self, req: Request) -> Any:
+        raise HandlerError(-32601, "method not found: session/prompt")
 
 
 class UpdatesForAnotherSession(MockAgent):
@@ -370,14 +389,26 @@ BREAKAGES: dict[str, Breakage] = {
     "session-capability-not-object": Breakage(SessionCapabilityNotObject, "cap.object-presence"),
     "auth-method-without-name": Breakage(AuthMethodWithoutName, "auth.methods.advertised"),
     "no-agent-info": Breakage(NoAgentInfo, "init.response.agent-info", status="WARN"),
+    "broken-by-second-initialize": Breakage(BrokenBySecondInitialize, "init.once", status="WARN"),
     "constant-session-id": Breakage(ConstantSessionId, "session.new.unique-id"),
     "inconsistent-modes": Breakage(InconsistentModes, "mode.state.shape"),
-    "invalid-session-new-result": Breakage(InvalidSessionNewResult, "schema.valid"),
+    "invalid-session-new-result": Breakage(
+        InvalidSessionNewResult,
+        "schema.valid",
+        also=frozenset({"config.shape"}),
+        why_also="the invalid field is configOptions, whose shape config.shape names",
+    ),
     "invalid-stop-reason": Breakage(InvalidStopReason, "prompt.stop-reason.enum"),
     "no-stop-reason": Breakage(NoStopReason, "prompt.response.stop-reason"),
     "errors-on-text-prompts": Breakage(
         ErrorsOnTextPrompts,
         "content.text.baseline",
+        also=frozenset({"prompt.response.stop-reason"}),
+        why_also="an error instead of a result is also a turn that never ends with a stopReason",
+    ),
+    "prompt-method-not-found": Breakage(
+        PromptMethodNotFound,
+        "cap.session-baseline",
         also=frozenset({"prompt.response.stop-reason"}),
         why_also="an error instead of a result is also a turn that never ends with a stopReason",
     ),
@@ -389,7 +420,12 @@ BREAKAGES: dict[str, Breakage] = {
         also=frozenset({"cancel.updates-before-response"}),
         why_also="the late chunk also follows the response of a cancelled turn (a MUST)",
     ),
-    "bad-chunk-content": Breakage(BadChunkContent, "update.chunk.shape"),
+    "bad-chunk-content": Breakage(
+        BadChunkContent,
+        "update.chunk.shape",
+        also=frozenset({"content.block.shapes"}),
+        why_also="the chunk's content is a content block of an unknown type, which content.block.shapes names",
+    ),
     "unknown-update-kind": Breakage(UnknownUpdateKind, "update.discriminator"),
 }
 

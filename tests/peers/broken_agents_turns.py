@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _breakage import Breakage, Json
 
 from acp_conformance.core import jsonrpc
-from acp_conformance.peer import HandlerError
+from acp_conformance.peer import NO_ANSWER, HandlerError
 from mock_agent import MockAgent, Session, Turn
 
 END_TURN = "end_turn"
@@ -222,6 +222,25 @@ class ElicitsWithoutCapability(MockAgent):
         return await super().run_tool(turn, tool_call_id)
 
 
+class ElicitsWhenElicitationPresent(MockAgent):
+    """Takes the mere presence of clientCapabilities.elicitation for form support (MCP's rule)."""
+
+    async def run_tool(self, turn: Turn, tool_call_id: str) -> str:
+        if "elicitation" in self.client_caps.raw:
+            await self.client_request(
+                turn,
+                "elicitation/create",
+                {
+                    "sessionId": turn.session_id,
+                    "toolCallId": tool_call_id,
+                    "mode": "form",
+                    "message": "Which greeting should the file contain?",
+                    "requestedSchema": {"type": "object", "properties": {"greeting": {"type": "string"}}},
+                },
+            )
+        return await super().run_tool(turn, tool_call_id)
+
+
 class FailsWithoutFs(MockAgent):
     async def run_tool(self, turn: Turn, tool_call_id: str) -> str:
         if not self.can_write_files():
@@ -270,6 +289,36 @@ class RejectsResourceLinks(MockAgent):
         if any(b.get("type") == "resource_link" for b in turn.prompt):
             raise HandlerError(jsonrpc.ErrorCode.INVALID_PARAMS, "resource_link blocks are not supported")
         return await super().prompt_turn(turn)
+
+
+class RejectsAnnotations(MockAgent):
+    async def prompt_turn(self, turn: Turn) -> str:
+        if any("annotations" in b for b in turn.prompt):
+            raise HandlerError(jsonrpc.ErrorCode.INVALID_PARAMS, "annotations are not supported")
+        return await super().prompt_turn(turn)
+
+
+class TalksAfterCrossingCancel(MockAgent):
+    """A session/cancel for a session whose turn has just ended makes it say something more."""
+
+    def on_cancel(self, params: Json) -> None:
+        super().on_cancel(params)
+        sid = params.get("sessionId")
+        session = self.sessions.get(sid) if isinstance(sid, str) else None
+        if session is not None and session.turn is None and session.history:
+            update = self.message_chunk("agent_message_chunk", "(stopping)", None)
+            self.peer.start_soon(self.send_update, session.id, update)
+
+
+class IgnoresConcurrentPrompts(MockAgent):
+    """A prompt for a session whose turn is still running is never answered."""
+
+    async def handle_prompt(self, req: Any) -> Any:
+        params = req.params if isinstance(req.params, dict) else {}
+        session = self.sessions.get(params.get("sessionId", ""))
+        if session is not None and session.turn is not None:
+            return NO_ANSWER
+        return await super().handle_prompt(req)
 
 
 class RejectsDeclaredImages(MockAgent):
@@ -345,7 +394,18 @@ BREAKAGES: dict[str, Breakage] = {
     ),
     "writes-without-capability": Breakage(WritesWithoutCapability, "fs.write.gated", also=_OMITTED, why_also=_WHY),
     "terminal-without-capability": Breakage(TerminalWithoutCapability, "term.gated", also=_OMITTED, why_also=_WHY),
-    "elicits-without-capability": Breakage(ElicitsWithoutCapability, "elicit.mode.gated"),
+    "elicits-without-capability": Breakage(
+        ElicitsWithoutCapability,
+        "elicit.mode.gated",
+        also=frozenset({"elicit.capability.explicit"}),
+        why_also="it elicits whatever the client advertised, the all-null elicitation object included",
+    ),
+    "elicits-when-elicitation-present": Breakage(
+        ElicitsWhenElicitationPresent,
+        "elicit.capability.explicit",
+        also=frozenset({"elicit.mode.gated"}),
+        why_also="an all-null elicitation object advertises no mode, so the call is ungated too",
+    ),
     "fails-without-fs": Breakage(
         FailsWithoutFs,
         "cap.all-combinations",
@@ -361,6 +421,15 @@ BREAKAGES: dict[str, Breakage] = {
     "never-releases-terminals": Breakage(NeverReleasesTerminals, "term.agent-releases"),
     # content
     "rejects-resource-links": Breakage(RejectsResourceLinks, "content.resource-link.baseline"),
+    "rejects-annotations": Breakage(RejectsAnnotations, "content.annotations", status="WARN"),
+    "ignores-concurrent-prompts": Breakage(
+        IgnoresConcurrentPrompts,
+        "prompt.concurrent-same-session",
+        status="WARN",
+        also=frozenset({"jsonrpc.every-request-answered"}),
+        why_also="the ignored prompt is a request never answered",
+    ),
+    "talks-after-crossing-cancel": Breakage(TalksAfterCrossingCancel, "cancel.after-response", status="WARN"),
     "rejects-declared-images": Breakage(RejectsDeclaredImages, "content.gated.agent-accepts"),
     "accepts-undeclared-images": Breakage(AcceptsUndeclaredImages, "content.gated.agent-undeclared", status="WARN"),
 }

@@ -225,6 +225,26 @@ async def test_initialize_negotiates_v1(validator: SchemaValidator, tmp_path: Pa
 
 
 @pytest.mark.anyio
+async def test_require_auth_gates_sessions_until_authenticate(validator: SchemaValidator, tmp_path: Path) -> None:
+    """``--require-auth``: one advertised method and auth.logout; session/new is -32000 until
+    authenticate, and again after logout."""
+    with anyio.fail_after(DEADLINE):
+        agent = MockAgent(validator=validator, require_auth=True)
+        async with connected(validator, tmp_path, agent=agent) as (_agent, peer, client):
+            result = await client.initialize()
+            assert [m["id"] for m in result["authMethods"]] == [MockAgent.AUTH_METHOD_ID]
+            assert result["agentCapabilities"]["auth"] == {"logout": {}}
+            params = {"cwd": str(tmp_path), "mcpServers": []}
+            assert error_code(await peer.call("session/new", params)) == -32000
+            assert error_code(await peer.call("authenticate", {"methodId": "nope"})) == -32602
+            assert await peer.request("authenticate", {"methodId": MockAgent.AUTH_METHOD_ID}) == {}
+            assert not (await peer.call("session/new", params)).is_error
+            assert await peer.request("logout", {}) == {}
+            assert error_code(await peer.call("session/list", {})) == -32000
+            assert peer.violations() == []
+
+
+@pytest.mark.anyio
 async def test_new_session(validator: SchemaValidator, tmp_path: Path) -> None:
     with anyio.fail_after(DEADLINE):
         async with connected(validator, tmp_path) as (_agent, peer, client):

@@ -42,20 +42,25 @@ from acp_conformance.checks.turns import (
 from acp_conformance.client import PermissionCall, PermissionPolicy
 from acp_conformance.core.events import Event, Request, Response
 from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, new_session, not_applicable
 from acp_conformance.suite.agent.test_permission import NO_PERMISSION, describe
 from acp_conformance.suite.agent.test_tool_calls import (
     close_out,
     is_prompt_response,
     no_tool_reason,
+    passive_bookkeeping,
     round_trip,
     turn_sign,
     wait_prompt_response,
 )
 
 pytestmark = pytest.mark.anyio
+__all__ = ["passive_bookkeeping"]  # the fixture, used by name below
 
 CANCELLED = {"outcome": "cancelled"}
+#: The error code of a request aborted by cancellation (schema ErrorCode, cancellation.mdx).
+REQUEST_CANCELLED = -32800
 #: How long the "never answer" scenario lets the agent end the turn on its own before a
 #: conforming client's (late) cancelled answer goes out.  An observation window, not a sync.
 NEVER_ANSWER_PATIENCE = 1.0
@@ -269,7 +274,54 @@ async def test_cancel_when_idle_leaves_the_session_usable(acp_agent: AgentHarnes
                 return
 
 
-@pytest.mark.clause("cancelreq.must-answer")
+@pytest.mark.clause("prompt.concurrent-same-session")
+async def test_a_second_prompt_while_one_runs_gets_one_answer(acp_agent: AgentHarness) -> None:
+    """A second session/prompt on the same session while the long turn runs (unspecified: it may
+    be refused or queued), then session/cancel: each of the two prompts is answered exactly once."""
+    async with acp_agent.connect() as conn:
+        sid = await new_session(acp_agent, conn)
+        first = await start_long_turn(acp_agent, conn, sid)
+        second, start = await conn.client.send_prompt(sid, acp_agent.config.prompt)
+        await round_trip(conn, also=is_prompt_response(second))  # the second prompt was read
+        ended_before(conn, first.rid)
+        await conn.client.cancel(sid)
+        for rid in (first.rid, second):
+            await wait_prompt_response(conn, rid, start)
+        await round_trip(conn)  # a second answer to either would precede this one
+        events = conn.peer.events
+        counts = [len(responses_to(events, rid, "session/prompt")) for rid in (first.rid, second)]
+        acp_agent.check(
+            "prompt.concurrent-same-session",
+            counts == [1, 1],
+            "exactly one answer (a result or an error) to each of two overlapping session/prompt requests",
+            f"{counts[0]} answer(s) to the first (running) prompt, {counts[1]} to the second",
+        )
+
+
+@pytest.mark.clause("cancel.after-response")
+async def test_cancel_crossing_the_response_changes_nothing(acp_agent: AgentHarness) -> None:
+    """session/cancel sent once the turn's end_turn answer is in (from the agent's side, the cancel
+    crosses an answer already on the wire): nothing more for that turn, no second answer."""
+    async with acp_agent.connect() as conn:
+        sid = await new_session(acp_agent, conn)
+        turn = await conn.client.prompt(sid, acp_agent.config.prompt)
+        assert turn.response is not None
+        events = conn.peer.events
+        answered = position_of(events, turn.response)
+        await conn.peer.notify("session/cancel", {"sessionId": sid})
+        await round_trip(conn)  # anything the cancel provoked precedes this answer
+        late = late_turn_output(events, sid, answered)
+        answers = responses_to(events, turn.response.id, "session/prompt")
+        acp_agent.check(
+            "cancel.after-response",
+            not late and len(answers) == 1,
+            "no turn output and no second answer after a session/cancel that followed the turn's answer",
+            f"{len(late)} update(s) of turn output (first: {late[:1]}), {len(answers)} answer(s)",
+        )
+
+
+@pytest.mark.usefixtures("passive_bookkeeping")
+@pytest.mark.clause("cancelreq.must-answer", "error.cancelled", "cancelreq.shape")
 async def test_cancel_request_for_the_prompt_gets_one_answer(acp_agent: AgentHarness) -> None:
     """``$/cancel_request`` naming the pending session/prompt (support is optional): the request
     still gets exactly one response.  If the agent ignores it, session/cancel ends the turn."""
@@ -291,6 +343,20 @@ async def test_cancel_request_for_the_prompt_gets_one_answer(acp_agent: AgentHar
             f"a response to the session/prompt targeted by $/cancel_request (ended after {via})",
             f"no response within {conn.peer.timeout:g} s of {via}",
         )
+        assert resp is not None
+        if resp.is_error:
+            # cancellation.mdx: a valid result, or an error with -32800 (Request Cancelled).
+            code = resp.error.get("code") if isinstance(resp.error, dict) else None
+            acp_agent.check(
+                "error.cancelled",
+                code == REQUEST_CANCELLED,
+                f"error code {REQUEST_CANCELLED} (Request Cancelled) for the session/prompt answered with an "
+                f"error after {via}",
+                f"error {resp.error!r}",
+            )
+        else:
+            reason = f"the agent answered the session/prompt with a result after {via}, not with an error"
+            acp_agent.record("error.cancelled", Status.NOT_APPLICABLE, reason)
         await round_trip(conn)  # a second answer would precede this one
         answers = responses_to(events, rid, "session/prompt")
         acp_agent.check(

@@ -1,7 +1,7 @@
 """Client capability gating: the agent calls only what the client advertised.
 
 The tool prompt runs once per capability set (none, fs read only, fs write
-only, terminal only, all).  For each capability the client leaves out, the
+only, terminal only, all, all with an all-null elicitation object).  For each capability the client leaves out, the
 agent must not call its methods (file-system.mdx / terminals.mdx § Checking
 Support; elicitation.mdx § Checking support).  A gate counts as exercised -
 and can PASS - only when the agent actually used a tool in that turn; the
@@ -29,7 +29,12 @@ CELLS: dict[str, ClientCapabilities] = {
     "fs-write-only": ClientCapabilities(fs_read=False, fs_write=True, terminal=False),
     "terminal-only": ClientCapabilities(fs_read=False, fs_write=False, terminal=True),
     "all": ClientCapabilities(),
+    # Every capability, and an elicitation object whose modes are all null: that advertises no
+    # elicitation mode at all (elicitation.mdx § Checking support; unlike MCP's empty object).
+    "elicitation-all-null": ClientCapabilities(extra={"elicitation": {"form": None, "url": None}}),
 }
+#: The cell that judges elicit.capability.explicit.
+NULL_ELICITATION = "elicitation-all-null"
 TERMINAL_METHODS = (
     "terminal/create",
     "terminal/output",
@@ -53,6 +58,7 @@ GATES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     "fs.write.gated",
     "term.gated",
     "elicit.mode.gated",
+    "elicit.capability.explicit",
     "cap.all-combinations",
     "prompt.response.stop-reason",
 )
@@ -64,6 +70,27 @@ async def test_capability_gating(acp_agent: AgentHarness, cell: str, request: py
         await round_trip(conn)  # calls made right after the answer are on record too
         events = conn.peer.events
         used_tool = tool_activity(events, sid, turn.start_event)
+        # Before the gates: in its cell an ungated elicitation is this clause's finding first.
+        elicitations = [r for r in conn.peer.requests() if r.method == "elicitation/create"]
+        if cell != NULL_ELICITATION:
+            reason = f"judged in the {NULL_ELICITATION} cell"
+            record(acp_agent, Status.NOT_APPLICABLE, reason, "elicit.capability.explicit")
+        elif elicitations:
+            acp_agent.check(
+                "elicit.capability.explicit",
+                False,
+                "no elicitation/create: clientCapabilities.elicitation {form: null, url: null} advertises no mode",
+                f"{len(elicitations)} call(s), first: {elicitations[0].raw[:160]!r}",
+            )
+        elif not used_tool:
+            record(acp_agent, Status.NOT_APPLICABLE, STEER, "elicit.capability.explicit")
+        else:
+            acp_agent.check(
+                "elicit.capability.explicit",
+                True,
+                "a tool turn with elicitation {form: null, url: null} advertised and no elicitation/create",
+                "",
+            )
         for clause, attr, methods, name in GATES:
             calls = [r for r in conn.peer.requests() if r.method in methods]
             if getattr(caps, attr):

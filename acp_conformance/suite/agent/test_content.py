@@ -74,8 +74,14 @@ async def probe(acp: AgentHarness, conn: Connection, sid: str, kind: str) -> tup
     return True, f"a result (stopReason {result.get('stopReason')!r})"
 
 
-@pytest.mark.clause("content.resource-link.baseline")
+#: Annotations on a baseline block (schema Annotations: audience roles, priority 0..1, lastModified).
+ANNOTATIONS = {"audience": ["user", "assistant"], "priority": 0.5, "lastModified": "2025-01-01T00:00:00Z"}
+
+
+@pytest.mark.clause("content.resource-link.baseline", "content.annotations")
 async def test_resource_link_is_accepted(acp_agent: AgentHarness) -> None:
+    """A resource_link is baseline; then text and resource_link blocks carrying annotations, which
+    receivers accept (content.mdx: annotations are optional display/routing hints)."""
     async with acp_agent.connect() as conn:
         sid = await new_session(acp_agent, conn)
         await baseline(acp_agent, conn, sid)
@@ -85,6 +91,16 @@ async def test_resource_link_is_accepted(acp_agent: AgentHarness) -> None:
             accepted,
             "a prompt with a resource_link block accepted (answered with a result), whatever the capabilities",
             what,
+        )
+        text = {"type": "text", "text": acp_agent.config.prompt, "annotations": ANNOTATIONS}
+        link = {**block("resource_link", conn), "annotations": {"priority": 1.0}}
+        turn = await conn.client.prompt(sid, [text, link])
+        assert turn.response is not None
+        acp_agent.check(
+            "content.annotations",
+            not turn.response.is_error,
+            "a prompt whose text and resource_link blocks carry annotations accepted (answered with a result)",
+            f"error {turn.response.error!r}",
         )
 
 

@@ -142,3 +142,30 @@ async def test_capability_shapes(acp_agent: AgentHarness) -> None:
             "authMethods to be an array (default empty) of entries with string id and name",
             f"authMethods {methods!r}",
         )
+
+
+@pytest.mark.clause("init.once")
+async def test_a_second_initialize_is_answered_and_the_agent_keeps_working(acp_agent: AgentHarness) -> None:
+    """initialize is meant to be sent once; the reaction to a second one is unspecified (a result
+    or an error both do), but it is answered and the connection keeps working."""
+    async with acp_agent.connect() as conn:  # initialized (and authenticated, if configured)
+        again = await conn.peer.call(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": conn.client.capabilities.to_wire(),
+                "clientInfo": conn.client.client_info,
+            },
+        )
+        answer = f"error {again.error!r}" if again.is_error else "a result"
+        if acp_agent.config.auth_method and not again.is_error:
+            # A fresh handshake may have reset the authentication: do it again, as a client would.
+            await conn.peer.call("authenticate", {"methodId": acp_agent.config.auth_method})
+        resp = await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+        acp_agent.check(
+            "init.once",
+            not resp.is_error and isinstance(resp.result, dict) and isinstance(resp.result.get("sessionId"), str),
+            "session/new to work after a second initialize",
+            f"the second initialize got {answer}; then session/new got "
+            + (f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}"),
+        )

@@ -10,6 +10,7 @@ late responses, the tool-call lifecycle.  See ``scenarios/README.md``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ async def test_scenario(acp_agent: AgentHarness, path: Path) -> None:
         inconclusive(result.reason)
 
 
-def _auth_refusal(events: list[Any]) -> str | None:
+def _auth_refusal(events: Sequence[Any]) -> str | None:
     """The method of the first request the agent refused with -32000 (auth_required), if any."""
     from acp_conformance.core.events import Response
 
@@ -91,7 +92,7 @@ def _auth_refusal(events: list[Any]) -> str | None:
     return None
 
 
-def _init_result(events: list[Any]) -> dict[str, Any]:
+def _init_result(events: Sequence[Any]) -> dict[str, Any]:
     from acp_conformance.core.events import Response
 
     for ev in events:

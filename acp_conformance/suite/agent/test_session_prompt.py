@@ -7,9 +7,13 @@ import pytest
 from acp_conformance.core.events import Notification
 from acp_conformance.harness import AgentHarness
 from acp_conformance.suite._support import new_session, run_turn
+from acp_conformance.suite.agent.test_tool_calls import passive_bookkeeping
+
+__all__ = ["passive_bookkeeping"]  # the fixture, used by name below
 
 pytestmark = pytest.mark.anyio
 
+METHOD_NOT_FOUND = -32601
 STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
 TURN_OUTPUT = {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
 
@@ -39,7 +43,9 @@ async def test_session_modes_are_consistent(acp_agent: AgentHarness) -> None:
         )
 
 
+@pytest.mark.usefixtures("passive_bookkeeping")
 @pytest.mark.clause(
+    "cap.session-baseline",
     "prompt.response.stop-reason",
     "prompt.stop-reason.enum",
     "prompt.updates.session-id",
@@ -49,6 +55,16 @@ async def test_session_modes_are_consistent(acp_agent: AgentHarness) -> None:
     "schema.valid",
     "update.discriminator",
     "update.chunk.shape",
+    "jsonrpc.request-shape",
+    "jsonrpc.id-not-null",
+    "update.no-unstable-variants",
+    "update.notice.gated",
+    "update.notice.shape",
+    "update.compaction.gated",
+    "update.compaction.shape",
+    "content.block.shapes",
+    "content.base64",
+    "config.shape",
 )
 async def test_basic_prompt_turn(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
@@ -56,6 +72,14 @@ async def test_basic_prompt_turn(acp_agent: AgentHarness) -> None:
         turn = await conn.client.prompt(sid, acp_agent.config.prompt)
         resp = turn.response
         assert resp is not None
+        missing = resp.is_error and isinstance(resp.error, dict) and resp.error.get("code") == METHOD_NOT_FOUND
+        acp_agent.check(
+            "cap.session-baseline",
+            not missing,
+            "session/new and session/prompt implemented whatever the capabilities (session/cancel and "
+            "session/update are judged by the cancellation and turn tests)",
+            f"session/prompt answered {resp.error!r}",
+        )
         acp_agent.check(
             "content.text.baseline",
             not resp.is_error,

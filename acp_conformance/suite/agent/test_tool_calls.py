@@ -12,11 +12,12 @@ The helpers at the top are shared by the other turn-level suites
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
 
+from acp_conformance.checks import PASSIVE_CLAUSES
 from acp_conformance.checks.turns import (
     STOP_REASONS,
     diff_path_problems,
@@ -63,8 +64,27 @@ def close_out(acp: AgentHarness, node: pytest.Item, reason: str) -> None:
     judged = {r.clause for r in acp.results}
     for mark in node.iter_markers("clause"):
         for clause in mark.args:
-            if clause not in judged:
+            # Passive clauses are judged on the transcript when the connection closes, after this.
+            if clause not in judged and clause not in PASSIVE_CLAUSES:
                 acp.record(clause, Status.INCONCLUSIVE, reason)
+
+
+def passive_not_exercised(acp: AgentHarness, node: pytest.Item) -> None:
+    """Call after the test's connections closed (``passive_bookkeeping`` does): every stream-level
+    clause the test is bound to that none of its transcripts exercised becomes NOT_APPLICABLE, so
+    that the plugin does not count the test passing as the clause passing."""
+    judged = {r.clause for r in acp.results}
+    for mark in node.iter_markers("clause"):
+        for clause in mark.args:
+            if clause in PASSIVE_CLAUSES and clause not in judged:
+                acp.record(clause, Status.NOT_APPLICABLE, "the agent sent no frame of this kind in this test")
+
+
+@pytest.fixture
+def passive_bookkeeping(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> Iterator[None]:
+    """For a test bound to stream-level clauses: after it, ``passive_not_exercised``."""
+    yield
+    passive_not_exercised(acp_agent, request.node)
 
 
 def is_prompt_response(rid: Any) -> Callable[[Event], bool]:
@@ -131,7 +151,7 @@ def turn_sign(sid: str, rid: Any) -> Callable[[Event], bool]:
     return pred
 
 
-def no_tool_reason(events: list[Event], sid: str, start: int = 0, end: int | None = None, *, what: str) -> str:
+def no_tool_reason(events: Sequence[Event], sid: str, start: int = 0, end: int | None = None, *, what: str) -> str:
     """Why a tool clause is not applicable: no tool call at all, or the agent did not do ``what``."""
     if not tool_activity(events, sid, start, end):
         return STEER
@@ -151,7 +171,12 @@ TOOL_CLAUSES = (
 )
 
 
-@pytest.mark.clause(*TOOL_CLAUSES, "prompt.stop-reason.enum", "prompt.updates.before-response")
+#: Judged on every transcript (checks.wire); bound here, where tool calls are sure to be sent.
+TOOL_SHAPE_CLAUSES = ("tool.kind.enum", "tool.status.enum", "tool.content.shapes")
+
+
+@pytest.mark.usefixtures("passive_bookkeeping")
+@pytest.mark.clause(*TOOL_CLAUSES, *TOOL_SHAPE_CLAUSES, "prompt.stop-reason.enum", "prompt.updates.before-response")
 async def test_tool_calls_are_reported_consistently(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
     """Two tool turns (allow once each time): every tool call mention is judged."""
     async with acp_agent.connect(permission="allow_once") as conn:

@@ -1,0 +1,421 @@
+"""Clause checks judged on every frame the agent sent, like schema validation.
+
+Schema validation (``schema.valid`` and the per-update shape clauses) says
+*that* a frame is wrong; these checks say *which* requirement it breaks, by
+the clause's own name, and judge what the schema cannot: base64 payloads,
+capability gating of update kinds, update kinds that only the unstable
+schema defines, and ``$/cancel_request`` naming a request of the sender.
+
+Each check is a plain function over the frames of one transcript (inbound:
+what the agent sent; outbound: what we sent) returning whether the clause
+was exercised and the findings.  No I/O: the same functions judge a live
+test, a recorded session, or a saved transcript.
+
+Every constant below is read off the pinned stable schema
+(@agentclientprotocol/sdk 2.4.0, ``schema/v1/schema.json``) or its unstable
+sibling; ``tests/unit/test_checks_wire.py`` re-derives them from the schema
+files, so a schema bump that changes them fails there, not silently here.
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from acp_conformance.transcript import Entry
+
+__all__ = [
+    "CONTENT_BLOCK_FIELDS",
+    "TOOL_CALL_STATUSES",
+    "TOOL_KINDS",
+    "UNSTABLE_ONLY_UPDATES",
+    "WIRE_CHECKS",
+    "Finding",
+    "Frames",
+    "WireCheck",
+    "is_base64",
+]
+
+#: ``ToolKind`` (its ten ``const`` values; no custom/future escape in the schema).
+TOOL_KINDS = frozenset(
+    {"read", "edit", "delete", "move", "search", "execute", "think", "fetch", "switch_mode", "other"}
+)
+#: ``ToolCallStatus`` (four ``const`` values, no escape).
+TOOL_CALL_STATUSES = frozenset({"pending", "in_progress", "completed", "failed"})
+#: ``SessionUpdate`` discriminators of the unstable schema that the stable one lacks.
+UNSTABLE_ONLY_UPDATES = frozenset(
+    {"plan_update", "plan_removed", "subagent_update", "session_message", "session_message_chunk"}
+)
+#: ``ContentBlock`` variant -> its required string fields (``resource`` is judged separately).
+CONTENT_BLOCK_FIELDS: dict[str, tuple[str, ...]] = {
+    "text": ("text",),
+    "image": ("data", "mimeType"),
+    "audio": ("data", "mimeType"),
+    "resource_link": ("uri", "name"),
+    "resource": (),
+}
+#: ``ToolCallContent`` variant -> its required string fields.
+TOOL_CONTENT_FIELDS: dict[str, tuple[str, ...]] = {
+    "content": (),
+    "diff": ("path", "newText"),
+    "terminal": ("terminalId",),
+}
+#: Results that carry ``configOptions`` (method of our request -> where).
+CONFIG_RESULTS = frozenset({"session/new", "session/load", "session/resume", "session/set_config_option"})
+#: Update kinds a client must opt into with ``clientCapabilities.session.<name>``.
+GATED_UPDATES: dict[str, tuple[str, ...]] = {
+    "notices": ("notice",),
+    "compaction": ("compaction_update", "compaction_summary_chunk"),
+}
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One frame that breaks the clause, and why."""
+
+    entry: Entry
+    message: str
+
+
+@dataclass
+class Frames:
+    """The frames of one transcript, indexed once for every check."""
+
+    inbound: Sequence[Entry]
+    outbound: Sequence[Entry] = ()
+    _methods: dict[tuple[str, Any], str] | None = field(default=None, repr=False)
+
+    def messages(self) -> Iterator[tuple[Entry, dict[str, Any]]]:
+        for e in self.inbound:
+            if isinstance(e.message, dict):
+                yield e, e.message
+
+    def updates(self) -> Iterator[tuple[Entry, dict[str, Any]]]:
+        """Every ``session/update`` object the agent sent."""
+        for e, m in self.messages():
+            params = m.get("params")
+            if m.get("method") == "session/update" and "id" not in m and isinstance(params, dict):
+                update = params.get("update")
+                if isinstance(update, dict):
+                    yield e, update
+
+    def requests(self, method: str) -> Iterator[tuple[Entry, dict[str, Any]]]:
+        """``(entry, params)`` of every request (or notification) ``method`` the agent sent."""
+        for e, m in self.messages():
+            if m.get("method") == method and isinstance(m.get("params"), dict):
+                yield e, m["params"]
+
+    def our_method(self, rid: Any) -> str | None:
+        """The method of the request we sent with id ``rid`` (None when we sent none)."""
+        if self._methods is None:
+            self._methods = {}
+            for e in self.outbound:
+                m = e.message
+                if isinstance(m, dict) and isinstance(m.get("method"), str) and "id" in m:
+                    self._methods.setdefault(_key(m["id"]), m["method"])
+        return self._methods.get(_key(rid))
+
+    def results(self, methods: frozenset[str]) -> Iterator[tuple[Entry, str, dict[str, Any]]]:
+        """``(entry, method, result)`` of every result the agent sent for our requests of ``methods``."""
+        for e, m in self.messages():
+            if "method" in m or "id" not in m or not isinstance(m.get("result"), dict):
+                continue
+            method = self.our_method(m["id"])
+            if method in methods:
+                yield e, method, m["result"]
+
+    def client_session_capability(self, name: str) -> bool | None:
+        """Did our ``initialize`` advertise ``clientCapabilities.session.<name>`` as an object?
+        None when we sent no initialize on this connection."""
+        for e in self.outbound:
+            m = e.message
+            if isinstance(m, dict) and m.get("method") == "initialize" and "id" in m:
+                params = m.get("params") if isinstance(m.get("params"), dict) else {}
+                caps = params.get("clientCapabilities") if isinstance(params, dict) else None
+                session = caps.get("session") if isinstance(caps, dict) else None
+                return isinstance(session, dict) and isinstance(session.get(name), dict)
+        return None
+
+
+def _key(rid: Any) -> tuple[str, Any]:
+    return (type(rid).__name__, rid)
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def is_base64(data: str) -> bool:
+    """Standard-alphabet base64 (RFC 4648 § 4); padding may be left out, nothing else is forgiven."""
+    if not _BASE64.fullmatch(data) or len(data.rstrip("=")) % 4 == 1:
+        return False
+    try:
+        binascii.a2b_base64(data + "=" * (-len(data) % 4))
+    except binascii.Error:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- tool calls
+def _tool_objects(frames: Frames) -> Iterator[tuple[Entry, str, dict[str, Any]]]:
+    """``(entry, where, fields)`` of every tool call the agent described: tool_call and
+    tool_call_update updates, and the toolCall of its permission requests."""
+    for e, u in frames.updates():
+        kind = u.get("sessionUpdate")
+        if kind in ("tool_call", "tool_call_update"):
+            yield e, f"{kind} {u.get('toolCallId')!r}", u
+    for e, params in frames.requests("session/request_permission"):
+        tool = params.get("toolCall")
+        if isinstance(tool, dict):
+            yield e, f"permission request for {tool.get('toolCallId')!r}", tool
+
+
+def check_tool_kinds(frames: Frames) -> tuple[bool, list[Finding]]:
+    seen, out = False, []
+    for e, where, fields in _tool_objects(frames):
+        seen = True
+        kind = fields.get("kind")
+        if kind is not None and kind not in TOOL_KINDS:
+            out.append(Finding(e, f"{where}: kind {kind!r} is not one of {sorted(TOOL_KINDS)}"))
+    return seen, out
+
+
+def check_tool_statuses(frames: Frames) -> tuple[bool, list[Finding]]:
+    seen, out = False, []
+    for e, where, fields in _tool_objects(frames):
+        seen = True
+        status = fields.get("status")
+        if status is not None and status not in TOOL_CALL_STATUSES:
+            out.append(Finding(e, f"{where}: status {status!r} is not one of {sorted(TOOL_CALL_STATUSES)}"))
+    return seen, out
+
+
+def check_tool_content(frames: Frames) -> tuple[bool, list[Finding]]:
+    seen, out = False, []
+    for e, where, fields in _tool_objects(frames):
+        for n, item in enumerate(_items(fields.get("content"))):
+            seen = True
+            problem = _tool_content_problem(item)
+            if problem:
+                out.append(Finding(e, f"{where}: content[{n}] {problem}"))
+    return seen, out
+
+
+def _tool_content_problem(item: Any) -> str | None:
+    if not isinstance(item, dict):
+        return f"is a {type(item).__name__}, not an object"
+    kind = item.get("type")
+    if kind in CONTENT_BLOCK_FIELDS:
+        return f"is a bare {kind!r} ContentBlock; wrap it as {{type: 'content', content: {{...}}}}"
+    if kind not in TOOL_CONTENT_FIELDS:
+        return f"has type {kind!r}, not one of {sorted(TOOL_CONTENT_FIELDS)}"
+    if kind == "content" and not isinstance(item.get("content"), dict):
+        return "of type 'content' carries no content block object"
+    missing = [k for k in TOOL_CONTENT_FIELDS[kind] if not isinstance(item.get(k), str)]
+    if missing:
+        return f"of type {kind!r} lacks the string field(s) {', '.join(missing)}"
+    if kind == "diff" and item.get("oldText") is not None and not isinstance(item.get("oldText"), str):
+        return "of type 'diff' has an oldText that is neither a string nor null"
+    return None
+
+
+# ------------------------------------------------------------ content blocks
+def _content_blocks(frames: Frames) -> Iterator[tuple[Entry, str, Any]]:
+    """Every ContentBlock the agent sent: message/thought chunks, compaction summaries, and
+    the ``content`` items of tool calls."""
+    for e, u in frames.updates():
+        kind = u.get("sessionUpdate")
+        if kind in ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "compaction_summary_chunk"):
+            if "content" in u:
+                yield e, str(kind), u["content"]
+    for e, where, fields in _tool_objects(frames):
+        for n, item in enumerate(_items(fields.get("content"))):
+            if isinstance(item, dict) and item.get("type") == "content" and "content" in item:
+                yield e, f"{where} content[{n}]", item["content"]
+
+
+def _block_problem(block: Any) -> str | None:
+    if not isinstance(block, dict):
+        return f"is a {type(block).__name__}, not a content block object"
+    kind = block.get("type")
+    if kind not in CONTENT_BLOCK_FIELDS:
+        return f"has type {kind!r}, not one of {sorted(CONTENT_BLOCK_FIELDS)}"
+    missing = [k for k in CONTENT_BLOCK_FIELDS[kind] if not isinstance(block.get(k), str)]
+    if missing:
+        return f"({kind}) lacks the string field(s) {', '.join(missing)}"
+    if kind == "resource":
+        res = block.get("resource")
+        if not isinstance(res, dict) or not isinstance(res.get("uri"), str):
+            return "(resource) has no resource object with a string uri"
+        if not isinstance(res.get("text"), str) and not isinstance(res.get("blob"), str):
+            return "(resource) holds neither a text nor a blob string"
+    return None
+
+
+def check_content_blocks(frames: Frames) -> tuple[bool, list[Finding]]:
+    seen, out = False, []
+    for e, where, block in _content_blocks(frames):
+        seen = True
+        problem = _block_problem(block)
+        if problem:
+            out.append(Finding(e, f"{where}: content block {problem}"))
+    return seen, out
+
+
+def check_base64(frames: Frames) -> tuple[bool, list[Finding]]:
+    seen, out = False, []
+    for e, where, block in _content_blocks(frames):
+        if not isinstance(block, dict):
+            continue
+        payloads: list[tuple[str, Any]] = []
+        if block.get("type") in ("image", "audio"):
+            payloads.append((f"{block['type']} data", block.get("data")))
+        resource = block.get("resource")
+        if block.get("type") == "resource" and isinstance(resource, dict) and "blob" in resource:
+            payloads.append(("resource blob", resource.get("blob")))
+        for what, data in payloads:
+            if not isinstance(data, str):
+                continue  # the shape clause's business
+            seen = True
+            if not is_base64(data):
+                out.append(Finding(e, f"{where}: {what} {_shorten(data)!r} is not base64"))
+    return seen, out
+
+
+# ------------------------------------------------------------- update kinds
+def check_no_unstable_updates(frames: Frames) -> tuple[bool, list[Finding]]:
+    seen, out = False, []
+    for e, u in frames.updates():
+        seen = True
+        kind = u.get("sessionUpdate")
+        if kind in UNSTABLE_ONLY_UPDATES:
+            out.append(Finding(e, f"session/update {kind!r} exists only in the unstable schema"))
+    return seen, out
+
+
+def _gated(capability: str) -> Callable[[Frames], tuple[bool, list[Finding]]]:
+    kinds = GATED_UPDATES[capability]
+
+    def check(frames: Frames) -> tuple[bool, list[Finding]]:
+        if frames.client_session_capability(capability) is not False:
+            return False, []  # advertised (anything goes), or no initialize of ours to judge by
+        seen, out = False, []
+        for e, u in frames.updates():
+            seen = True
+            if u.get("sessionUpdate") in kinds:
+                out.append(
+                    Finding(
+                        e,
+                        f"session/update {u.get('sessionUpdate')!r} sent although the client did not advertise "
+                        f"clientCapabilities.session.{capability}",
+                    )
+                )
+        return seen, out
+
+    return check
+
+
+# ---------------------------------------------------------- config options
+def _config_lists(frames: Frames) -> Iterator[tuple[Entry, str, Any]]:
+    for e, method, result in frames.results(CONFIG_RESULTS):
+        if result.get("configOptions") is not None:
+            yield e, f"{method} result", result["configOptions"]
+    for e, u in frames.updates():
+        if u.get("sessionUpdate") == "config_option_update":
+            yield e, "config_option_update", u.get("configOptions")
+
+
+def _option_problem(option: Any) -> str | None:
+    if not isinstance(option, dict):
+        return f"is a {type(option).__name__}, not an object"
+    missing = [k for k in ("id", "name") if not isinstance(option.get(k), str)]
+    if missing:
+        return f"lacks the string field(s) {', '.join(missing)}"
+    kind, current = option.get("type"), option.get("currentValue")
+    if kind == "boolean":
+        return None if isinstance(current, bool) else f"(boolean) has currentValue {current!r}, not a boolean"
+    if kind != "select":
+        return f"has type {kind!r}, not 'select' or 'boolean'"
+    if not isinstance(current, str):
+        return f"(select) has currentValue {current!r}, not a string"
+    choices = option.get("options")
+    if not isinstance(choices, list):
+        return "(select) has no options list"
+    for choice in choices:
+        if not isinstance(choice, dict):
+            return "(select) has an option that is not an object"
+        if "group" in choice:
+            if not isinstance(choice.get("group"), str) or not isinstance(choice.get("name"), str):
+                return "(select) has an option group without string group and name"
+            inner = choice.get("options")
+            if not isinstance(inner, list) or not all(_flat_choice(c) for c in inner):
+                return f"(select) group {choice.get('group')!r} lacks a list of {{value, name}} options"
+        elif not _flat_choice(choice):
+            return "(select) has an option without string value and name"
+    return None
+
+
+def _flat_choice(choice: Any) -> bool:
+    return isinstance(choice, dict) and isinstance(choice.get("value"), str) and isinstance(choice.get("name"), str)
+
+
+def check_config_options(frames: Frames) -> tuple[bool, list[Finding]]:
+    seen, out = False, []
+    for e, where, options in _config_lists(frames):
+        seen = True
+        if not isinstance(options, list):
+            out.append(Finding(e, f"{where}: configOptions is a {type(options).__name__}, not a list"))
+            continue
+        for option in options:
+            problem = _option_problem(option)
+            if problem:
+                oid = option.get("id") if isinstance(option, dict) else None
+                out.append(Finding(e, f"{where}: config option {oid!r} {problem}"))
+    return seen, out
+
+
+# ---------------------------------------------------------- $/cancel_request
+def check_cancel_request_target(frames: Frames) -> tuple[bool, list[Finding]]:
+    """A ``$/cancel_request`` from the agent names a request the agent itself sent earlier."""
+    seen, out = False, []
+    sent: set[tuple[str, Any]] = set()
+    for e, m in frames.messages():
+        if isinstance(m.get("method"), str) and "id" in m and m["method"] != "$/cancel_request":
+            sent.add(_key(m["id"]))
+            continue
+        if m.get("method") != "$/cancel_request" or "id" in m:
+            continue
+        seen = True
+        params = m.get("params")
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        if _key(rid) not in sent:
+            ours = frames.our_method(rid)
+            whose = f"our {ours} request" if ours else "no request it had sent"
+            out.append(Finding(e, f"$/cancel_request names requestId {rid!r}, {whose}"))
+    return seen, out
+
+
+def _shorten(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+WireCheck = Callable[[Frames], tuple[bool, list[Finding]]]
+
+#: clause id -> check (agent role); each returns (exercised?, findings).
+WIRE_CHECKS: dict[str, WireCheck] = {
+    "tool.kind.enum": check_tool_kinds,
+    "tool.status.enum": check_tool_statuses,
+    "tool.content.shapes": check_tool_content,
+    "content.block.shapes": check_content_blocks,
+    "content.base64": check_base64,
+    "update.no-unstable-variants": check_no_unstable_updates,
+    "update.notice.gated": _gated("notices"),
+    "update.compaction.gated": _gated("compaction"),
+    "config.shape": check_config_options,
+    "cancelreq.shape": check_cancel_request_target,
+}

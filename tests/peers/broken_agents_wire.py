@@ -1,0 +1,212 @@
+"""Broken agents for the clauses judged on every frame (acp_conformance/checks/wire.py and the
+core's envelope findings): each is the reference agent with one thing it sends made wrong.
+
+Most of them also break the schema, which says so under its own clause (the per-update shape
+clause or schema.valid): that is declared as collateral, with the reason.  The wire check adds
+the clause that names the requirement.
+
+Merged into ``BREAKAGES`` by ``broken_agents.py`` (run them through it).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _breakage import Breakage, Json
+
+from acp_conformance.core import jsonrpc
+from acp_conformance.peer import HandlerError
+from mock_agent import MockAgent, Session, Turn
+
+REQUEST_CANCELLED = -32800
+
+
+class _ExtraUpdate(MockAgent):
+    """The default turn sends one more (wrong) update after its thought chunk."""
+
+    validate_outbound = False
+
+    def extra(self) -> Json:
+        raise NotImplementedError
+
+    async def emit(self, turn: Turn, update: Json) -> None:
+        await super().emit(turn, update)
+        if update.get("sessionUpdate") == "agent_thought_chunk":
+            await self.send_update(turn.session_id, self.extra())
+
+
+# ------------------------------------------------------------------- envelope
+class StringParamsRequest(MockAgent):
+    """Asks the client something with ``params`` a string (JSON-RPC allows only an object or array,
+    ACP only an object)."""
+
+    async def turn_default(self, turn: Turn) -> str:
+        await self.peer.send_raw(b'{"jsonrpc":"2.0","id":"x-1","method":"_mock/hint","params":"look here"}\n')
+        return await super().turn_default(turn)
+
+
+class NullIdRequest(MockAgent):
+    async def turn_default(self, turn: Turn) -> str:
+        await self.peer.send_raw(b'{"jsonrpc":"2.0","id":null,"method":"_mock/hint","params":{}}\n')
+        return await super().turn_default(turn)
+
+
+# -------------------------------------------------------------- update kinds
+class SendsNotices(_ExtraUpdate):
+    def extra(self) -> Json:
+        return {"sessionUpdate": "notice", "severity": "info", "title": "Heads up"}
+
+
+class EmptyNoticeTitle(_ExtraUpdate):
+    def extra(self) -> Json:
+        return {"sessionUpdate": "notice", "severity": "warning", "title": ""}
+
+
+class SendsCompaction(_ExtraUpdate):
+    def extra(self) -> Json:
+        return {"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "completed"}
+
+
+class CompactionWithoutId(_ExtraUpdate):
+    def extra(self) -> Json:
+        return {"sessionUpdate": "compaction_update", "status": "completed"}
+
+
+class SendsPlanUpdate(_ExtraUpdate):
+    def extra(self) -> Json:
+        return {"sessionUpdate": "plan_update", "entries": []}
+
+
+# ------------------------------------------------------------ content blocks
+class ImageWithoutData(_ExtraUpdate):
+    def extra(self) -> Json:
+        return {"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "mimeType": "image/png"}}
+
+
+class ImageNotBase64(_ExtraUpdate):
+    def extra(self) -> Json:
+        return {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {"type": "image", "mimeType": "image/png", "data": "<svg>not base64</svg>"},
+        }
+
+
+# ---------------------------------------------------------------- tool calls
+class UnknownToolKind(MockAgent):
+    validate_outbound = False
+
+    def tool_call(self, turn: Turn, tool_call_id: str) -> Json:
+        return {**super().tool_call(turn, tool_call_id), "kind": "write"}
+
+
+class UnknownToolStatus(MockAgent):
+    validate_outbound = False
+
+    def tool_update(self, tool_call_id: str, status: str, content: list[Json] | None = None, **extra: Any) -> Json:
+        return super().tool_update(tool_call_id, "done" if status == "completed" else status, content, **extra)
+
+
+class BareToolContent(MockAgent):
+    """Tool call content as a bare ContentBlock, as the session-modes.mdx example has it."""
+
+    validate_outbound = False
+
+    @staticmethod
+    def text_content(text: str) -> Json:
+        return {"type": "text", "text": text}
+
+
+# ------------------------------------------------------------- config options
+class BooleanSelectValue(MockAgent):
+    validate_outbound = False
+
+    def config_options(self, session: Session) -> list[Json]:
+        options = super().config_options(session)
+        return [{**options[0], "currentValue": True}, *options[1:]]
+
+
+# ---------------------------------------------------------- $/cancel_request
+class MirrorsCancelRequest(MockAgent):
+    """Answers our ``$/cancel_request`` with one of its own naming *our* request."""
+
+    def on_cancel_request(self, params: Json) -> None:
+        super().on_cancel_request(params)
+        self.peer.start_soon(self.peer.notify, "$/cancel_request", {"requestId": params.get("requestId")})
+
+
+class CancelledRequestAsInternalError(MockAgent):
+    """Aborts the session/prompt named by ``$/cancel_request`` with -32603 instead of -32800."""
+
+    def on_cancel_request(self, params: Json) -> None:
+        super().on_cancel_request(params)
+        self.cancelled_by_request = jsonrpc.id_key(params.get("requestId"))
+
+    def prompt_result(self, turn: Turn, stop_reason: str) -> Json:
+        if getattr(self, "cancelled_by_request", None) == jsonrpc.id_key(turn.request_id):
+            raise HandlerError(-32603, "request aborted")
+        return super().prompt_result(turn, stop_reason)
+
+
+_SCHEMA = "the schema rejects the same frame, under {}"
+
+BREAKAGES: dict[str, Breakage] = {
+    "string-params-request": Breakage(StringParamsRequest, "jsonrpc.request-shape"),
+    "null-id-request": Breakage(NullIdRequest, "jsonrpc.id-not-null", status="WARN"),
+    "sends-notices": Breakage(SendsNotices, "update.notice.gated"),
+    "empty-notice-title": Breakage(
+        EmptyNoticeTitle,
+        "update.notice.shape",
+        also=frozenset({"update.notice.gated"}),
+        why_also="the suite's client never advertises session.notices, so any notice is ungated too",
+    ),
+    "sends-compaction": Breakage(SendsCompaction, "update.compaction.gated"),
+    "compaction-without-id": Breakage(
+        CompactionWithoutId,
+        "update.compaction.shape",
+        also=frozenset({"update.compaction.gated"}),
+        why_also="the suite's client never advertises session.compaction, so any compaction update is ungated too",
+    ),
+    "sends-plan-update": Breakage(
+        SendsPlanUpdate,
+        "update.no-unstable-variants",
+        also=frozenset({"update.discriminator"}),
+        why_also=_SCHEMA.format("update.discriminator (no such variant in the stable schema)"),
+    ),
+    "image-without-data": Breakage(
+        ImageWithoutData,
+        "content.block.shapes",
+        also=frozenset({"update.chunk.shape"}),
+        why_also=_SCHEMA.format("update.chunk.shape"),
+    ),
+    "image-not-base64": Breakage(ImageNotBase64, "content.base64"),
+    "unknown-tool-kind": Breakage(
+        UnknownToolKind,
+        "tool.kind.enum",
+        also=frozenset({"update.tool-call.shape"}),
+        why_also=_SCHEMA.format("update.tool-call.shape"),
+    ),
+    "unknown-tool-status": Breakage(
+        UnknownToolStatus,
+        "tool.status.enum",
+        also=frozenset({"update.tool-call-update.shape"}),
+        why_also=_SCHEMA.format("update.tool-call-update.shape"),
+    ),
+    "bare-tool-content": Breakage(
+        BareToolContent,
+        "tool.content.shapes",
+        also=frozenset({"update.tool-call-update.shape"}),
+        why_also=_SCHEMA.format("update.tool-call-update.shape"),
+    ),
+    "boolean-select-value": Breakage(
+        BooleanSelectValue,
+        "config.shape",
+        also=frozenset({"schema.valid"}),
+        why_also=_SCHEMA.format("schema.valid (session/new result)"),
+    ),
+    "mirrors-cancel-request": Breakage(MirrorsCancelRequest, "cancelreq.shape"),
+    "cancelled-request-as-internal-error": Breakage(CancelledRequestAsInternalError, "error.cancelled"),
+}

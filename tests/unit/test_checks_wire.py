@@ -1,0 +1,194 @@
+"""checks.wire: the clause checks judged on every inbound frame, on hand-built transcripts; and
+their constants, re-derived from the pinned schema files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from acp_conformance.checks import passive_results, wire
+from acp_conformance.results import Status
+from acp_conformance.schema import locate_schema
+from acp_conformance.transcript import Entry, Transcript
+
+SID = "sess-1"
+
+
+def entry(direction: str, message: dict[str, Any]) -> Entry:
+    return Entry(0.0, direction, b"", message)  # type: ignore[arg-type]
+
+
+def update(update_kind: str, **fields: Any) -> Entry:
+    params = {"sessionId": SID, "update": {"sessionUpdate": update_kind, **fields}}
+    return entry("in", {"jsonrpc": "2.0", "method": "session/update", "params": params})
+
+
+def init(session_caps: dict[str, Any] | None = None) -> Entry:
+    caps: dict[str, Any] = {"fs": {"readTextFile": True}}
+    if session_caps is not None:
+        caps["session"] = session_caps
+    params = {"protocolVersion": 1, "clientCapabilities": caps}
+    return entry("out", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
+
+
+def judge(check: wire.WireCheck, inbound: list[Entry], outbound: list[Entry] | None = None) -> tuple[bool, list[str]]:
+    seen, findings = check(wire.Frames(inbound, outbound if outbound is not None else [init()]))
+    return seen, [f.message for f in findings]
+
+
+# ------------------------------------------------------------------ constants
+def _defs(unstable: bool = False) -> dict[str, Any]:
+    try:
+        source = locate_schema(unstable=unstable)
+    except Exception as exc:  # the schema comes with ./run setup (npm ci)
+        pytest.skip(f"no schema: {exc}")
+    defs: dict[str, Any] = source.data["$defs"]
+    return defs
+
+
+def _consts(variants: list[dict[str, Any]], key: str | None = None) -> set[str]:
+    out = set()
+    for v in variants:
+        prop = v.get("properties", {}).get(key, {}) if key else v
+        if "const" in prop:
+            out.add(prop["const"])
+    return out
+
+
+def test_constants_match_the_pinned_schema() -> None:
+    stable, unstable = _defs(), _defs(unstable=True)
+    assert _consts(stable["ToolKind"]["oneOf"]) == wire.TOOL_KINDS
+    assert _consts(stable["ToolCallStatus"]["oneOf"]) == wire.TOOL_CALL_STATUSES
+    updates = _consts(stable["SessionUpdate"]["oneOf"], "sessionUpdate")
+    assert _consts(unstable["SessionUpdate"]["oneOf"], "sessionUpdate") - updates == wire.UNSTABLE_ONLY_UPDATES
+    assert _consts(stable["ContentBlock"]["oneOf"], "type") == set(wire.CONTENT_BLOCK_FIELDS)
+    assert _consts(stable["ToolCallContent"]["oneOf"], "type") == set(wire.TOOL_CONTENT_FIELDS)
+    for kind, fields in wire.TOOL_CONTENT_FIELDS.items():
+        ref = {"content": "Content", "diff": "Diff", "terminal": "Terminal"}[kind]
+        assert set(fields) <= set(stable[ref]["required"])
+    assert set(wire.GATED_UPDATES) <= set(stable["ClientSessionCapabilities"]["properties"])
+
+
+# --------------------------------------------------------------------- checks
+def test_base64() -> None:
+    assert wire.is_base64("aGVsbG8=") and wire.is_base64("aGVsbG8") and wire.is_base64("")
+    assert not wire.is_base64("<svg/>") and not wire.is_base64("aGVsb") and not wire.is_base64("aGVs bG8=")
+    img = {"type": "image", "mimeType": "image/png"}
+    seen, problems = judge(wire.check_base64, [update("agent_message_chunk", content={**img, "data": "aGk="})])
+    assert seen and not problems
+    bad = update("agent_message_chunk", content={"type": "resource", "resource": {"uri": "f:/x", "blob": "%%"}})
+    assert judge(wire.check_base64, [bad])[1] == ["agent_message_chunk: resource blob '%%' is not base64"]
+    assert judge(wire.check_base64, [update("agent_message_chunk", content={"type": "text", "text": "x"})]) == (
+        False,
+        [],
+    )
+
+
+def test_content_blocks() -> None:
+    good = [
+        {"type": "text", "text": "x"},
+        {"type": "resource_link", "uri": "file:///a", "name": "a"},
+        {"type": "resource", "resource": {"uri": "file:///a", "text": "t"}},
+    ]
+    assert judge(wire.check_content_blocks, [update("agent_message_chunk", content=b) for b in good]) == (True, [])
+    bad = update("agent_thought_chunk", content={"type": "image", "mimeType": "image/png"})
+    assert judge(wire.check_content_blocks, [bad])[1] == [
+        "agent_thought_chunk: content block (image) lacks the string field(s) data"
+    ]
+    nested = update("tool_call", toolCallId="t", content=[{"type": "content", "content": {"type": "txt"}}])
+    assert "has type 'txt'" in judge(wire.check_content_blocks, [nested])[1][0]
+
+
+def test_tool_kinds_statuses_and_content() -> None:
+    ok = update("tool_call", toolCallId="t", kind="switch_mode", status="pending", content=[])
+    assert judge(wire.check_tool_kinds, [ok]) == (True, [])
+    assert judge(wire.check_tool_kinds, [update("tool_call_update", toolCallId="t", kind=None)]) == (True, [])
+    assert judge(wire.check_tool_kinds, [update("tool_call", toolCallId="t", kind="write")])[1]
+    assert judge(wire.check_tool_statuses, [update("tool_call_update", toolCallId="t", status="done")])[1]
+    permission = entry(
+        "in",
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "session/request_permission",
+            "params": {"sessionId": SID, "toolCall": {"toolCallId": "t", "status": "running"}, "options": []},
+        },
+    )
+    assert "permission request" in judge(wire.check_tool_statuses, [permission])[1][0]
+    items = [
+        {"type": "content", "content": {"type": "text", "text": "x"}},
+        {"type": "diff", "path": "/a", "newText": "n", "oldText": None},
+        {"type": "terminal", "terminalId": "term-1"},
+    ]
+    assert judge(wire.check_tool_content, [update("tool_call_update", toolCallId="t", content=items)]) == (True, [])
+    bare = update("tool_call_update", toolCallId="t", content=[{"type": "text", "text": "x"}])
+    assert "bare 'text' ContentBlock" in judge(wire.check_tool_content, [bare])[1][0]
+    assert (
+        "lacks the string field(s) newText"
+        in judge(
+            wire.check_tool_content, [update("tool_call", toolCallId="t", content=[{"type": "diff", "path": "/a"}])]
+        )[1][0]
+    )
+
+
+def test_unstable_variants_and_gating() -> None:
+    assert judge(wire.check_no_unstable_updates, [update("plan", entries=[])]) == (True, [])
+    assert judge(wire.check_no_unstable_updates, [update("plan_removed")])[1]
+    notice = update("notice", severity="info", title="t")
+    gated = wire.WIRE_CHECKS["update.notice.gated"]
+    assert judge(gated, [notice])[1], "ungated notice"
+    assert judge(gated, [notice], [init({"notices": {}})]) == (False, [])
+    assert judge(gated, [notice], [init({"notices": None})])[1], "null advertises nothing"
+    assert judge(gated, [notice], []) == (False, []), "no initialize of ours: nothing to judge by"
+    compaction = wire.WIRE_CHECKS["update.compaction.gated"]
+    assert judge(compaction, [update("compaction_summary_chunk", compactionId="c")])[1]
+    assert judge(compaction, [notice]) == (True, [])
+
+
+def test_config_options() -> None:
+    select = {
+        "id": "model",
+        "name": "Model",
+        "type": "select",
+        "currentValue": "fast",
+        "options": [{"group": "g", "name": "G", "options": [{"value": "fast", "name": "Fast"}]}],
+    }
+    boolean = {"id": "web", "name": "Web", "type": "boolean", "currentValue": False}
+    request = entry("out", {"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": {}})
+    result = entry("in", {"jsonrpc": "2.0", "id": 3, "result": {"sessionId": SID, "configOptions": [select, boolean]}})
+    assert judge(wire.check_config_options, [result], [request]) == (True, [])
+    broken = update("config_option_update", configOptions=[{**boolean, "currentValue": "on"}])
+    assert "not a boolean" in judge(wire.check_config_options, [broken])[1][0]
+    stray = entry("in", {"jsonrpc": "2.0", "id": 4, "result": {"configOptions": "x"}})
+    assert judge(wire.check_config_options, [stray], [request]) == (False, []), "an answer to no request of ours"
+
+
+def test_cancel_request_target() -> None:
+    theirs = entry("in", {"jsonrpc": "2.0", "id": 7, "method": "session/request_permission", "params": {}})
+    cancel = entry("in", {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 7}})
+    assert judge(wire.check_cancel_request_target, [theirs, cancel]) == (True, [])
+    ours = entry("out", {"jsonrpc": "2.0", "id": 9, "method": "session/prompt", "params": {}})
+    mirrored = entry("in", {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 9}})
+    assert judge(wire.check_cancel_request_target, [theirs, mirrored], [ours])[1] == [
+        "$/cancel_request names requestId 9, our session/prompt request"
+    ]
+    assert judge(wire.check_cancel_request_target, [cancel, theirs])[1], "before the request it names"
+
+
+def test_passive_results_report_wire_findings_by_clause() -> None:
+    t = Transcript()
+    t.add("out", b"{}", init().message)
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "image", "mimeType": "i", "data": "!"}}
+    for _ in range(30):
+        t.add(
+            "in", b"{}", {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SID, "update": chunk}}
+        )
+    results = passive_results(t, "agent")
+    base64 = [r for r in results if r.clause == "content.base64"]
+    assert [r.status for r in base64] == [Status.FAIL], "one result for 30 identical findings"
+    statuses = {r.clause: r.status for r in results if r.clause in wire.WIRE_CHECKS}
+    assert statuses["content.block.shapes"] is Status.PASS
+    assert statuses["update.notice.gated"] is Status.PASS
+    assert "tool.kind.enum" not in statuses, "no tool call: not exercised, no PASS"
+    assert not [r for r in passive_results(t, "client") if r.clause in wire.WIRE_CHECKS]
