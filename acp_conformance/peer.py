@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from acp_conformance._util import single_exception
 from acp_conformance.core import jsonrpc
@@ -65,6 +66,8 @@ MAX_INFLIGHT = 256
 OUTBOX_BUDGET = 4 * 1024 * 1024
 #: At most this many bytes go to the transport in one write.
 _WRITE_BATCH = 256 * 1024
+#: Frames written on the fast path between explicit yields to the event loop (see ``_send_lock``).
+YIELD_EVERY = 16
 
 
 class _Slot:
@@ -135,14 +138,22 @@ class Peer:
         self.default_handler: RequestHandler | None = None
         self.listeners: list[NotificationListener] = []
         self.closed = anyio.Event()
-        self._changed = anyio.Event()
+        self._changed: anyio.Event | None = None  # made by the first waiter (_wait_changed)
         self._responses: dict[tuple[str, Any], Response] = {}
+        #: One event per response someone waits for: set when that response (or EOF) arrives,
+        #: so a waiter is not woken by every frame of a long stream of updates.
+        self._awaited: dict[tuple[str, Any], anyio.Event] = {}
         self._stderr_tail = stderr_tail or (lambda: [])
         self._tg: anyio.abc.TaskGroup | None = None
         #: ``bytes -> bytes`` applied to every outgoing frame (``b""`` drops it):
         #: how test peers break the wire format on purpose.  ``None`` in normal use.
         self.wire_filter: Callable[[bytes], bytes] | None = None
-        self._send_lock = anyio.Lock()
+        # fast_acquire: an uncontended acquire does not yield to the event loop (a full
+        # loop pass per frame less, the largest single cost of a streamed update);
+        # the fast path of _write yields on its own every YIELD_EVERY frames instead,
+        # so a turn that only streams still lets a session/cancel be read.
+        self._send_lock = anyio.Lock(fast_acquire=True)
+        self._fast_writes = 0
         self.max_inflight = max_inflight
         self.outbox_budget = outbox_budget
         self._busy = 0  # handlers holding a slot
@@ -202,11 +213,23 @@ class Peer:
         self._dispatch(self.conn.receive_eof())
         self.transcript.note("peer closed its output (EOF)")
         self.closed.set()
+        for awaited in self._awaited.values():
+            awaited.set()
+        self._awaited.clear()
         self._notify()
 
     def _notify(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
+        # The event exists only while someone waits: most frames (a stream of updates)
+        # arrive with nobody waiting, and an anyio.Event per frame was measurable.
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()
+
+    async def _wait_changed(self) -> None:
+        """Wait for the next ``_notify`` (callers re-check their condition after it)."""
+        if self._changed is None:
+            self._changed = anyio.Event()
+        await self._changed.wait()
 
     def _wake(self, event: anyio.Event) -> None:
         """Set ``event`` and put a fresh one in its attribute (one-shot wake-ups)."""
@@ -249,7 +272,11 @@ class Peer:
                 for listener in list(self.listeners):
                     listener(ev)
             else:
-                self._responses[jsonrpc.id_key(ev.id)] = ev
+                key = jsonrpc.id_key(ev.id)
+                self._responses[key] = ev
+                awaited = self._awaited.pop(key, None)
+                if awaited is not None:
+                    awaited.set()
         self._flush(pending)
         if events:
             self._notify()
@@ -410,6 +437,9 @@ class Peer:
             # writer (holding the lock); everyone after it goes through the outbox.
             async with self._send_lock:
                 await self.transport.send(data)
+            self._fast_writes += 1
+            if self._fast_writes % YIELD_EVERY == 0:
+                await anyio.lowlevel.checkpoint()
             return
         if self._write_error is not None:
             raise self._write_error
@@ -586,7 +616,10 @@ class Peer:
                     msg = f"the peer closed its output before answering {method} (id {rid!r})"
                     self.flag(C_ANSWERED, msg)
                     raise PeerExited(msg, None, self.stderr_tail())
-                await self._changed.wait()
+                awaited = self._awaited.get(key)
+                if awaited is None:
+                    awaited = self._awaited[key] = anyio.Event()
+                await awaited.wait()
         msg = f"no response to {method} (id {rid!r}) within {limit:g} s{self._stall()}"
         self.note_unterminated()
         self.flag(C_ANSWERED, msg)
@@ -653,7 +686,7 @@ class Peer:
                             None,
                             self.stderr_tail(),
                         )
-                    await self._changed.wait()
+                    await self._wait_changed()
         finally:
             self._watchers.remove(watch)
         self.note_unterminated()

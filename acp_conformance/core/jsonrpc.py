@@ -64,6 +64,10 @@ def dumps(obj: Any) -> bytes:
 
 #: 20 digits in a row (19 after a minus): possibly an integer beyond 64 bits, which orjson would turn into a float.
 _LONG_DIGITS = re.compile(rb"-\d{19}|\d{20}")
+#: Every byte to ``0`` (a digit) or `` `` (anything else): a run of 19 digits is then a plain
+#: substring search, ~10x cheaper than the regex, which runs only when such a run exists.
+_DIGIT_MAP = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+_DIGIT_RUN = b"0" * 19
 _JSON_WS = b" \t\r\n"
 
 
@@ -73,7 +77,7 @@ def decode(data: bytes) -> tuple[Any, list[Violation]]:
     one case where ``None`` is what the line holds)."""
     # orjson decodes integers beyond 64 bits as floats, which would misjudge an echoed id:
     # such frames (rare; a cheap scan finds them) take the exact stdlib path below.
-    if not _LONG_DIGITS.search(data):
+    if _DIGIT_RUN not in data.translate(_DIGIT_MAP) or not _LONG_DIGITS.search(data):
         try:
             value = orjson.loads(data)
         except orjson.JSONDecodeError:
