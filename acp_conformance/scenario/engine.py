@@ -79,7 +79,14 @@ from acp_conformance.transcript import Entry
 #: The round trip of ``while_pending``: an extension request no peer implements; any answer will do.
 PING = "_acp-conformance/ping"
 
-__all__ = ["Engine", "Outcome", "ScenarioResult", "Settings", "run_scenario", "settle"]
+__all__ = ["BeforeWait", "Engine", "Outcome", "ScenarioResult", "Settings", "run_scenario", "settle"]
+
+#: ``before_wait(path, spec)``, called before each step that waits for the peer (``expect``,
+#: ``expect_nothing``, ``wait``) with the step's path and spec.  A runner whose peer acts only when its
+#: *user* does (a client under test that must be made to cancel, or to prompt again) makes it act here.
+#: It returns None, or a reason the step cannot be judged (the scenario then ends INCONCLUSIVE with it).
+#: Its own waits need deadlines: the step's deadline starts after it returns.
+BeforeWait = Callable[[str, Any], Awaitable[str | None]]
 
 _DEFAULT_PROMPTS = {
     "prompt": "Hello! Please reply with a short greeting.",
@@ -266,10 +273,12 @@ class Engine:
         endpoint: ClientEndpoint | None = None,
         sandbox: str | os.PathLike[str] | None = None,
         settings: Settings | None = None,
+        before_wait: BeforeWait | None = None,
     ) -> None:
         self.s = scenario
         self.peer = peer
         self.endpoint = endpoint
+        self.before_wait = before_wait
         self.settings = settings or Settings()
         self.seed = (
             self.settings.seed
@@ -349,14 +358,17 @@ class Engine:
         elif isinstance(step, CallStep):
             await self._call(step.call, path, br)
         elif isinstance(step, ExpectStep):
+            await self._before_wait(path, step.expect)
             await self._expect(step.expect, path, br)
         elif isinstance(step, ExpectNothingStep):
+            await self._before_wait(path, step.expect_nothing)
             await self._expect_nothing(step.expect_nothing, path, br)
         elif isinstance(step, CheckStep):
             self._check(step, path)
         elif isinstance(step, AnswerStep):
             await self._answer(step, path)
         elif isinstance(step, WaitStep):
+            await self._before_wait(path, step.wait)
             await self._wait(step, path)
         elif isinstance(step, IfStep):
             await self._if(step, path, br)
@@ -375,6 +387,13 @@ class Engine:
             raise _Stop("not_applicable", self._render(step.not_applicable))
         else:  # pragma: no cover - the model admits nothing else
             raise AssertionError(step)
+
+    async def _before_wait(self, path: str, spec: Any) -> None:
+        if self.before_wait is None:
+            return
+        reason = await self.before_wait(path, spec)
+        if reason:
+            raise _Stop("inconclusive", f"{self._where(path)}: {reason}")
 
     # ============================================================ templates
     def _resolve(self, root: str, path: list[str | int], expr: str) -> Any:
@@ -1147,13 +1166,15 @@ async def run_scenario(
     endpoint: ClientEndpoint | None = None,
     sandbox: str | os.PathLike[str] | None = None,
     settings: Settings | None = None,
+    before_wait: BeforeWait | None = None,
 ) -> ScenarioResult:
-    """Run ``scenario`` on an open ``peer`` (inside ``async with peer``)."""
+    """Run ``scenario`` on an open ``peer`` (inside ``async with peer``); ``before_wait``: see ``BeforeWait``."""
     if scenario.plays == "client" and peer.role.value != "client":
         raise ValueError(f"scenario {scenario.scenario} plays the client, but the peer plays the {peer.role.value}")
     if scenario.plays == "agent" and peer.role.value != "agent":
         raise ValueError(f"scenario {scenario.scenario} plays the agent, but the peer plays the {peer.role.value}")
-    result = await Engine(scenario, peer, endpoint=endpoint, sandbox=sandbox, settings=settings).run()
+    engine = Engine(scenario, peer, endpoint=endpoint, sandbox=sandbox, settings=settings, before_wait=before_wait)
+    result = await engine.run()
     await settle(peer, scenario)
     result.transcript = peer.transcript
     return result
