@@ -14,6 +14,7 @@ from acp_conformance.suite._support import inconclusive, not_applicable
 
 __all__ = [
     "advertised",
+    "end_session",
     "first_turn",
     "inconclusive",
     "manual_check",
@@ -36,6 +37,26 @@ async def first_turn(acp: ClientHarness, conn: ClientConnection) -> PromptTurn:
     limit = acp.config.startup_timeout if acp.mode == "auto" else acp.config.human_timeout
     await conn.agent.wait_session(limit)
     return await conn.agent.next_turn(limit)
+
+
+async def end_session(acp: ClientHarness, conn: ClientConnection) -> bool:
+    """End the client's session the way its user would: close its stdin, give it the startup deadline
+    to finish what it is doing and exit (its agent then sees EOF), else stop it as teardown would.
+
+    For tests that judge a whole connection (the agent sees the client's EOF).  True when the client
+    exited by itself.  Only for a client the harness started (``auto`` mode).
+    """
+    proc = conn.process
+    assert proc is not None, "end_session needs a client the harness started (auto mode)"
+    conn.transcript.note("driver: the user ends the session (the client's stdin is closed)")
+    await proc.close_output()
+    if await proc.wait_exit(acp.config.startup_timeout):
+        return True
+    conn.transcript.note(
+        f"the client was still running {acp.config.startup_timeout:g} s after its stdin closed; it is being stopped"
+    )
+    await proc.terminate(0.5)
+    return False
 
 
 def advertised(conn: ClientConnection, path: str) -> bool:
