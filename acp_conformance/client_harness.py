@@ -48,7 +48,7 @@ from acp_conformance.clauses import registry
 from acp_conformance.control import ControlServer, RelayConnection, open_control_server
 from acp_conformance.core.connection import Role
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
-from acp_conformance.errors import ConformanceFailure, PeerExited, PeerTimeout, PeerUnavailable
+from acp_conformance.errors import ConformanceFailure, PeerError, PeerExited, PeerTimeout, PeerUnavailable
 from acp_conformance.harness import DEAD_AFTER, AcpSpecWarning, _Liveness, judge_transcript
 from acp_conformance.peer import Peer
 from acp_conformance.profiles import ClientProfile, default_profile
@@ -474,6 +474,12 @@ class ClientHarness:
                 finally:
                     with anyio.CancelScope(shield=True):
                         await self._shutdown(conn, judge_pending=not failed)
+        except PeerError as exc:
+            # The client may say why it stopped after closing the agent's stdin: the message is
+            # made after the shutdown, from the final stderr tail.
+            if proc is not None and len(proc.stderr_tail) > 0:
+                exc.stderr_tail = list(proc.stderr_tail)[-20:]
+            raise
         finally:
             if proc is not None:
                 self._stderr = list(proc.stderr_tail)

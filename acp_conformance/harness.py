@@ -27,7 +27,7 @@ from acp_conformance.clauses import registry
 from acp_conformance.client import ClientCapabilities, ClientEndpoint, PermissionPolicy, Sandbox, VirtualTerminals
 from acp_conformance.core.connection import Role
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
-from acp_conformance.errors import ConformanceFailure, PeerExited, PeerTimeout, PeerUnavailable
+from acp_conformance.errors import ConformanceFailure, PeerError, PeerExited, PeerTimeout, PeerUnavailable
 from acp_conformance.peer import Peer
 from acp_conformance.results import ClauseResult, Status
 from acp_conformance.transcript import Transcript, redactor
@@ -219,65 +219,74 @@ class AgentHarness:
         # Each teardown stage (stdin EOF, SIGTERM) waits at most this long: an agent that ignores
         # both must not cost more per connection than the deadline the user chose for a wait.
         grace = min(2.0, self.config.timeout)
-        async with spawn(self.config.command, env=env, cwd=cwd, on_stderr=on_stderr, grace=grace) as transport:
-            peer = Peer(
-                transport,
-                Role.CLIENT,
-                validator=self.validator,
-                transcript=transcript,
-                timeout=self.config.timeout,
-                max_frame_bytes=self.config.max_frame_bytes,
-                stderr_tail=lambda: list(transport.stderr_tail),
-            )
-            client = ClientEndpoint(
-                peer,
-                capabilities=capabilities,
-                sandbox=sandbox,
-                permission=permission,
-                terminals=terminals,
-            )
-            conn = Connection(client, transport, transcript, sandbox)
-            self.connections.append(conn)
-            async with peer:
-                failed = True
-                try:
-                    if initialize:
-                        seen = _LIVENESS.setdefault(self.config.command, _Liveness())
-                        try:
-                            result = await peer.request(
-                                "initialize",
-                                {
-                                    "protocolVersion": protocol_version,
-                                    "clientCapabilities": client.capabilities.to_wire(),
-                                    "clientInfo": client.client_info,
-                                },
-                                timeout=self.config.startup_timeout,
-                            )
-                        except (PeerTimeout, PeerExited) as exc:
-                            seen.failures.append(exc.message)
-                            raise
-                        seen.ok = True
-                        client.init_result = result if isinstance(result, dict) else {}
-                        self._remember_peer(client.init_result)
-                        if self.config.auth_method:
-                            await peer.request("authenticate", {"methodId": self.config.auth_method})
-                    yield conn
-                    failed = False
-                finally:
-                    # Judge the transcript even when the test body failed: the
-                    # violations are evidence either way.  Half a line still in the
-                    # decoder is shown first (its EOF violation would come too late).
-                    peer.note_unterminated()
-                    found = judge_transcript(transcript, "agent")
-                    self.results.extend(found)
-            if not failed:
-                hard = [r for r in found if r.status is Status.FAIL]
-                if hard:
-                    first = hard[0]
-                    # The body's own checks all passed; only the stream-level
-                    # clauses found here failed (see the plugin's bookkeeping).
-                    self.body_completed = True
-                    raise ConformanceFailure(first.clause, "a conforming stream", first.message)
+        spawned: list[ProcessTransport] = []
+        try:
+            async with spawn(self.config.command, env=env, cwd=cwd, on_stderr=on_stderr, grace=grace) as transport:
+                spawned.append(transport)
+                peer = Peer(
+                    transport,
+                    Role.CLIENT,
+                    validator=self.validator,
+                    transcript=transcript,
+                    timeout=self.config.timeout,
+                    max_frame_bytes=self.config.max_frame_bytes,
+                    stderr_tail=lambda: list(transport.stderr_tail),
+                )
+                client = ClientEndpoint(
+                    peer,
+                    capabilities=capabilities,
+                    sandbox=sandbox,
+                    permission=permission,
+                    terminals=terminals,
+                )
+                conn = Connection(client, transport, transcript, sandbox)
+                self.connections.append(conn)
+                async with peer:
+                    failed = True
+                    try:
+                        if initialize:
+                            seen = _LIVENESS.setdefault(self.config.command, _Liveness())
+                            try:
+                                result = await peer.request(
+                                    "initialize",
+                                    {
+                                        "protocolVersion": protocol_version,
+                                        "clientCapabilities": client.capabilities.to_wire(),
+                                        "clientInfo": client.client_info,
+                                    },
+                                    timeout=self.config.startup_timeout,
+                                )
+                            except (PeerTimeout, PeerExited) as exc:
+                                seen.failures.append(exc.message)
+                                raise
+                            seen.ok = True
+                            client.init_result = result if isinstance(result, dict) else {}
+                            self._remember_peer(client.init_result)
+                            if self.config.auth_method:
+                                await peer.request("authenticate", {"methodId": self.config.auth_method})
+                        yield conn
+                        failed = False
+                    finally:
+                        # Judge the transcript even when the test body failed: the
+                        # violations are evidence either way.  Half a line still in the
+                        # decoder is shown first (its EOF violation would come too late).
+                        peer.note_unterminated()
+                        found = judge_transcript(transcript, "agent")
+                        self.results.extend(found)
+                if not failed:
+                    hard = [r for r in found if r.status is Status.FAIL]
+                    if hard:
+                        first = hard[0]
+                        # The body's own checks all passed; only the stream-level
+                        # clauses found here failed (see the plugin's bookkeeping).
+                        self.body_completed = True
+                        raise ConformanceFailure(first.clause, "a conforming stream", first.message)
+        except PeerError as exc:
+            # The agent may say why it stopped after closing its stdout (a crash report): the
+            # message is made after teardown, which drained its stderr, from the final tail.
+            if spawned and len(spawned[0].stderr_tail) > 0:
+                exc.stderr_tail = list(spawned[0].stderr_tail)[-20:]
+            raise
 
     def _remember_peer(self, init: dict[str, Any]) -> None:
         if self.peer_info is None:
