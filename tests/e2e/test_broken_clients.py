@@ -2,8 +2,12 @@
 clause, and the reference client is conformant, serially and under xdist.
 
 Each case runs the client suite in a subprocess against one broken client
-(tests/peers/broken_clients.py, driven by the bundled mock-client profile) and
-compares the set of findings with what the breakage declares.
+(tests/peers/broken_clients.py, driven by the bundled mock-client profile, or
+by the same profile with prompts on stdin where a check needs a second
+prompt) and compares the set of findings with what the breakage declares.  A
+breakage naming a library ``scenario`` must also be caught by that file's test
+(suite/client/test_scenarios.py) on its clause: the client suite runs
+scenarios/client/*.yaml, and the files find what they claim to.
 
 ``ACP_PROOF=full`` (the default) runs the *whole* suite per broken client and
 requires the FAIL/WARN set to equal ``{breaks} | also`` exactly.
@@ -37,6 +41,8 @@ BROKEN = ROOT / "tests" / "peers" / "broken_clients.py"
 PY = sys.executable
 ARGS = "{permission} --caps fs,terminal --agent {agent} --prompt {prompt} --quiet"
 REFERENCE = f"{PY} -m mock_client {ARGS}"
+#: Without --prompt the mock client reads one prompt per stdin line (a second prompt is possible).
+STDIN_ARGS = "{permission} --caps fs,terminal --agent {agent} --quiet"
 
 FUZZ_MODULES = ("test_fuzz::",)
 #: Client clauses only a fuzz campaign judges.
@@ -79,12 +85,25 @@ def processes_under(path: Path) -> list[str]:
     return out
 
 
-def run_client_suite(client: str, tmp: Path, *extra: str, timeout: float = 600) -> SuiteRun:
-    """``pytest --acp-client=CLIENT --acp-client-profile=mock-client`` in a fresh directory."""
+def stdin_profile(tmp: Path) -> Path:
+    """The bundled mock-client profile with prompts on stdin (``prompt.via = "stdin"``)."""
+    from acp_conformance.profiles import bundled_profiles
+
+    text = bundled_profiles()["mock-client"].read_text("utf-8")
+    assert '[prompt]\nvia = "argv"' in text, "the bundled mock-client profile changed: update stdin_profile()"
+    path = tmp / "mock-client-stdin.toml"
+    path.write_text(text.replace('[prompt]\nvia = "argv"', '[prompt]\nvia = "stdin"'), "utf-8")
+    return path
+
+
+def run_client_suite(
+    client: str, tmp: Path, *extra: str, timeout: float = 600, profile: str = "mock-client"
+) -> SuiteRun:
+    """``pytest --acp-client=CLIENT --acp-client-profile=PROFILE`` in a fresh directory."""
     return run_suite(
         client,
         tmp,
-        "--acp-client-profile=mock-client",
+        f"--acp-client-profile={profile}",
         f"--basetemp={tmp / 'bt'}",
         *extra,
         timeout=timeout,
@@ -104,11 +123,18 @@ def test_broken_client_fails_exactly_its_clause(name: str, tmp_path: Path) -> No
         select += ["-k", b.fuzz, "--acp-fuzz-seconds=6"]
     elif targeted and not needs_fuzzing(name, b.breaks):
         select += ["-k", "not test_fuzz"]
+    args, profile = (STDIN_ARGS, str(stdin_profile(tmp_path))) if b.prompts_on_stdin else (ARGS, "mock-client")
     run = run_client_suite(
-        f"{PY} {BROKEN} {name} {ARGS}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=10", *select
+        f"{PY} {BROKEN} {name} {args}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=10", *select,
+        profile=profile,
     )
     findings = run.with_status("FAIL", "WARN")
     assert run.statuses()[b.breaks] == b.status, run.stdout[-3000:]
+    if b.scenario:
+        # The library file catches it too, on the clause it names (suite/client/test_scenarios.py).
+        clause = next(c for c in run.report["clauses"] if c["id"] == b.breaks)
+        mine = [t for t in clause["tests"] if t["nodeid"].endswith(f"test_scenario[{b.scenario}]")]
+        assert any(t["status"] == b.status for t in mine), f"{b.scenario}: {mine}\n{run.stdout[-3000:]}"
     if targeted:
         assert findings <= declared, f"{name}: undeclared findings {sorted(findings - declared)}\n{run.stdout[-3000:]}"
         assert not run.report["verdict"]["conformant"]  # a partial run never is
@@ -139,6 +165,31 @@ def test_reference_client_is_conformant_serially_and_under_xdist(tmp_path: Path)
     assert serial.statuses() == parallel.statuses()
     passed = [c for c in serial.report["clauses"] if c["status"] == "PASS"]
     assert passed and all(c["tests"] for c in passed), "a PASS without any test behind it"
+    assert not processes_under(tmp_path), "a client or relay agent outlived the run"
+
+
+def test_reference_client_passes_the_scenario_library_with_prompts_on_stdin(tmp_path: Path) -> None:
+    """Every file of scenarios/client/ is a PASS for the reference client once its profile can prompt twice
+    (the bundled mock-client profile passes one prompt per run, which makes the duplicate-response file
+    NOT_APPLICABLE in the run above)."""
+    from acp_conformance.scenario.loader import library_dir, load_scenario
+
+    run = run_client_suite(
+        f"{PY} -m mock_client {STDIN_ARGS}", tmp_path, "-k", "test_scenarios", profile=str(stdin_profile(tmp_path))
+    )
+    files = [load_scenario(p) for p in sorted((library_dir() / "client").glob("*.yaml"))]
+    expected = {(s.scenario, cid) for s in files if "not-in-suite" not in s.tags for cid in s.clauses()}
+    clauses = {c["id"]: c for c in run.report["clauses"]}
+    got = {
+        (name, cid): t["status"]
+        for cid in {cid for _, cid in expected}
+        for t in clauses[cid]["tests"]
+        if "test_scenarios.py::test_scenario[" in t["nodeid"]
+        and ((name := t["nodeid"].rsplit("[", 1)[-1].rstrip("]")), cid) in expected
+    }
+    assert expected and set(got) == expected, (sorted(got), run.stdout[-3000:])
+    assert set(got.values()) == {"PASS"}, (got, run.stdout[-3000:])
+    assert not run.with_status("FAIL", "WARN"), run.stdout[-3000:]
     assert not processes_under(tmp_path), "a client or relay agent outlived the run"
 
 

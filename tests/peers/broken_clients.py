@@ -27,7 +27,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.events import Event, Notification, Request
+from acp_conformance.core.events import Event, Notification, Request, Response
 from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
 from acp_conformance.transport.base import Transport
 from acp_conformance.transport.process import ProcessTransport
@@ -49,6 +49,11 @@ class ClientBreakage:
     why_also: str = ""
     #: The fuzz campaign (test name) that finds the breakage: targeted proofs run only it.
     fuzz: str = ""
+    #: A file of the scenario library (scenarios/client/, by its id) whose suite test must give ``breaks``
+    #: this status too: the proof that the client suite runs the library and the file catches the breakage.
+    scenario: str = ""
+    #: Driven with prompts on stdin (a profile with prompt.via = "stdin"), for checks needing a second prompt.
+    prompts_on_stdin: bool = False
 
 
 class Filtered(MockClient):
@@ -180,6 +185,16 @@ class DuplicatePermissionAnswer(Filtered):
 class NeverAnswersPermission(MockClient):
     async def handle_permission(self, req: Request, default: Any) -> Any:
         return NO_ANSWER
+
+
+class ConfusedByDuplicatePromptResponse(MockClient):
+    """A second response to a finished session/prompt upsets its turn bookkeeping: from then on it
+    believes no turn is running and leaves the agent's permission requests unanswered."""
+
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        if any(isinstance(e, Response) and e.duplicate and e.method == "session/prompt" for e in self.peer.events):
+            return NO_ANSWER
+        return await default(req)
 
 
 # ----------------------------------------------------------------------- init
@@ -762,6 +777,10 @@ BREAKAGES: dict[str, ClientBreakage] = {
     ),
     "duplicate-permission-answer": ClientBreakage(DuplicatePermissionAnswer, "jsonrpc.no-duplicate-response"),
     "never-answers-permission": ClientBreakage(NeverAnswersPermission, "jsonrpc.every-request-answered"),
+    "confused-by-duplicate-prompt-response": ClientBreakage(
+        ConfusedByDuplicatePromptResponse, "jsonrpc.every-request-answered",
+        scenario="client-duplicate-and-stray-responses", prompts_on_stdin=True,
+    ),
     # init
     "extension-request-first": ClientBreakage(ExtensionRequestFirst, "init.first"),
     "version-zero": ClientBreakage(VersionZero, "init.request.protocol-version"),
@@ -802,7 +821,7 @@ BREAKAGES: dict[str, ClientBreakage] = {
     "relative-mcp-command": ClientBreakage(RelativeMcpCommand, "session.mcp.shapes"),
     "loads-unadvertised-session": ClientBreakage(
         LoadsUnadvertisedSession, "session.load.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED,
+        why_also=WHY_OMITTED, scenario="client-load-gated",
     ),
     "lists-unadvertised": ClientBreakage(
         ListsUnadvertised, "session.list.gated", also=frozenset({"cap.omitted-unsupported"}),
@@ -865,9 +884,12 @@ BREAKAGES: dict[str, ClientBreakage] = {
     ),
     "hardcoded-option-id": ClientBreakage(HardcodedOptionId, "perm.response.valid-option"),
     "ignores-permission-policy": ClientBreakage(IgnoresPermissionPolicy, "perm.auto", status="WARN"),
-    "pending-not-cancelled": ClientBreakage(PendingNotCancelled, "perm.cancelled-on-cancel"),
+    "pending-not-cancelled": ClientBreakage(
+        PendingNotCancelled, "perm.cancelled-on-cancel", scenario="client-cancel-pending-permission"
+    ),
     "late-request-not-cancelled": ClientBreakage(
-        LateRequestNotCancelled, "perm.late-request-after-cancel", status="WARN"
+        LateRequestNotCancelled, "perm.late-request-after-cancel", status="WARN",
+        scenario="client-permission-after-cancel",
     ),
     "cancel-as-request": ClientBreakage(
         CancelAsRequest, "cancel.is-notification", also=frozenset({"schema.valid"}),
