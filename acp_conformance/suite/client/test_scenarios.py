@@ -302,20 +302,21 @@ def _status_for(status: Status, clause: str) -> Status:
 
 def _record(acp: ClientHarness, result: ScenarioResult) -> None:
     """Every expectation's outcome on each of its clauses, located in the file; then what no expectation
-    decided (not reached, a branch not taken), except what the skip below reports with its reason."""
+    decided (not reached, a branch not taken, the whole file not applicable).
+
+    The undecided ones are recorded explicitly, not left to the skip that follows: a stream-level FAIL
+    raised when the connection closes replaces that skip, and the plugin would then count the test's
+    unrecorded clauses as passed.
+    """
     for o in result.outcomes:
         where = _where(result, o)
         message = o.message if o.message.startswith(result.scenario.source) else f"{where}: {o.message}"
         for cid in o.clauses:
             acp.record(cid, _status_for(o.status, cid), message, o.evidence)
     judged = {c for o in result.outcomes for c in o.clauses}
-    stopped = result.end in ("inconclusive", "not_applicable")
     for r in result.scenario_results():
-        if r.clause in judged:
-            continue
-        if stopped and r.status in (Status.INCONCLUSIVE, Status.NOT_APPLICABLE):
-            continue  # left to the skip: the plugin gives the clause the skip's status and reason
-        acp.record(r.clause, r.status, r.message, r.evidence)
+        if r.clause not in judged:
+            acp.record(r.clause, r.status, r.message, r.evidence)
 
 
 def _close_answered_turns(conn: ClientConnection) -> None:
