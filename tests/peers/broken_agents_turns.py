@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _breakage import Breakage, Json
 
 from acp_conformance.core import jsonrpc
-from acp_conformance.peer import NO_ANSWER, HandlerError
+from acp_conformance.peer import HandlerError
 from mock_agent import MockAgent, Session, Turn
 
 END_TURN = "end_turn"
@@ -310,15 +310,16 @@ class TalksAfterCrossingCancel(MockAgent):
             self.peer.start_soon(self.send_update, session.id, update)
 
 
-class IgnoresConcurrentPrompts(MockAgent):
-    """A prompt for a session whose turn is still running is never answered."""
+class AnswersConcurrentPromptsTwice(MockAgent):
+    """A prompt for a session whose turn is still running is refused twice (two error answers)."""
 
     async def handle_prompt(self, req: Any) -> Any:
         params = req.params if isinstance(req.params, dict) else {}
         session = self.sessions.get(params.get("sessionId", ""))
         if session is not None and session.turn is not None:
-            return NO_ANSWER
-        return await super().handle_prompt(req)
+            error = {"code": jsonrpc.ErrorCode.INVALID_PARAMS, "message": "busy"}
+            await self.peer.send_raw(jsonrpc.dumps({"jsonrpc": "2.0", "id": req.id, "error": error}) + b"\n")
+        return await super().handle_prompt(req)  # refuses it (again)
 
 
 class RejectsDeclaredImages(MockAgent):
@@ -422,12 +423,12 @@ BREAKAGES: dict[str, Breakage] = {
     # content
     "rejects-resource-links": Breakage(RejectsResourceLinks, "content.resource-link.baseline"),
     "rejects-annotations": Breakage(RejectsAnnotations, "content.annotations", status="WARN"),
-    "ignores-concurrent-prompts": Breakage(
-        IgnoresConcurrentPrompts,
+    "answers-concurrent-prompts-twice": Breakage(
+        AnswersConcurrentPromptsTwice,
         "prompt.concurrent-same-session",
         status="WARN",
-        also=frozenset({"jsonrpc.every-request-answered"}),
-        why_also="the ignored prompt is a request never answered",
+        also=frozenset({"jsonrpc.no-duplicate-response"}),
+        why_also="the second answer to the overlapping prompt is a duplicate response",
     ),
     "talks-after-crossing-cancel": Breakage(TalksAfterCrossingCancel, "cancel.after-response", status="WARN"),
     "rejects-declared-images": Breakage(RejectsDeclaredImages, "content.gated.agent-accepts"),
