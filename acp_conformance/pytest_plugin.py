@@ -350,6 +350,7 @@ def _test_results(item: pytest.Item, harness: Any, outcome: str, exc: BaseExcept
             ClauseResult(exc.clause_id, Status.FAIL, f"expected {exc.expected}; observed {exc.actual}", evidence)
         )
         explicit.add(exc.clause_id)
+    why = _describe(exc, _peer_word(harness))
     for cid in marked:
         if cid in explicit:
             continue
@@ -369,19 +370,24 @@ def _test_results(item: pytest.Item, harness: Any, outcome: str, exc: BaseExcept
             # The peer died, stalled or refused a prerequisite: the clause was not
             # judged.  The breach itself (e.g. jsonrpc.every-request-answered) is
             # recorded as a FAIL where it was observed.
-            results.append(ClauseResult(cid, Status.INCONCLUSIVE, f"could not be judged: {_describe(exc)}", evidence))
+            results.append(ClauseResult(cid, Status.INCONCLUSIVE, f"could not be judged: {why}", evidence))
         else:
             # A bug in the suite: never let it pass for a verdict.
-            results.append(ClauseResult(cid, Status.NOT_TESTED, f"suite error: {_describe(exc)}", evidence))
+            results.append(ClauseResult(cid, Status.NOT_TESTED, f"suite error: {why}", evidence))
     return results
 
 
-def _describe(exc: BaseException | None) -> str:
+def _peer_word(harness: Any) -> str:
+    """Whose stderr a PeerError carries: the agent's or (client certification) the client's."""
+    return "agent" if isinstance(harness, AgentHarness) else "client"
+
+
+def _describe(exc: BaseException | None, peer: str = "agent") -> str:
     if exc is None:
         return "the test did not complete"
     if isinstance(exc, PeerError):
         tail = "; ".join(exc.stderr_tail[-5:])
-        return f"{exc.message}" + (f" (agent stderr: {tail})" if tail else "")
+        return f"{exc.message}" + (f" ({peer} stderr: {tail})" if tail else "")
     if isinstance(exc, AcpError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
