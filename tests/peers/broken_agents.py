@@ -395,8 +395,9 @@ BREAKAGES: dict[str, Breakage] = {
     "invalid-session-new-result": Breakage(
         InvalidSessionNewResult,
         "schema.valid",
-        also=frozenset({"config.shape"}),
-        why_also="the invalid field is configOptions, whose shape config.shape names",
+        also=frozenset({"config.shape", "mode.dual-advertise"}),
+        why_also="the invalid field is configOptions, whose shape config.shape names; with it no config option "
+        "of category mode accompanies the modes (mode.dual-advertise, a WARN)",
     ),
     "invalid-stop-reason": Breakage(InvalidStopReason, "prompt.stop-reason.enum"),
     "no-stop-reason": Breakage(NoStopReason, "prompt.response.stop-reason"),
@@ -409,8 +410,19 @@ BREAKAGES: dict[str, Breakage] = {
     "prompt-method-not-found": Breakage(
         PromptMethodNotFound,
         "cap.session-baseline",
-        also=frozenset({"prompt.response.stop-reason"}),
-        why_also="an error instead of a result is also a turn that never ends with a stopReason",
+        also=frozenset(
+            {
+                "prompt.response.stop-reason",
+                "cancel.idle",
+                "error.resource-not-found",
+                "ext.meta.everywhere",
+                "ext.meta.no-assumptions",
+                "jsonrpc.invalid-params",
+            }
+        ),
+        why_also="every prompt is refused, so every clause judged on a prompt's answer fails too: no turn ends "
+        "with a stopReason (after an idle cancel neither), prompts carrying _meta are refused, and prompts for "
+        "an unknown session or with bad params get -32601 instead of -32002 / -32602",
     ),
     "updates-for-another-session": Breakage(UpdatesForAnotherSession, "prompt.updates.session-id"),
     "output-after-response": Breakage(

@@ -401,12 +401,7 @@ BREAKAGES: dict[str, Breakage] = {
         also=frozenset({"elicit.capability.explicit"}),
         why_also="it elicits whatever the client advertised, the all-null elicitation object included",
     ),
-    "elicits-when-elicitation-present": Breakage(
-        ElicitsWhenElicitationPresent,
-        "elicit.capability.explicit",
-        also=frozenset({"elicit.mode.gated"}),
-        why_also="an all-null elicitation object advertises no mode, so the call is ungated too",
-    ),
+    "elicits-when-elicitation-present": Breakage(ElicitsWhenElicitationPresent, "elicit.capability.explicit"),
     "fails-without-fs": Breakage(
         FailsWithoutFs,
         "cap.all-combinations",

@@ -50,8 +50,14 @@ class StringParamsRequest(MockAgent):
 
 
 class NullIdRequest(MockAgent):
+    """One request with a null id per connection (a second one would also reuse that id)."""
+
+    sent_null_id = False
+
     async def turn_default(self, turn: Turn) -> str:
-        await self.peer.send_raw(b'{"jsonrpc":"2.0","id":null,"method":"_mock/hint","params":{}}\n')
+        if not self.sent_null_id:
+            self.sent_null_id = True
+            await self.peer.send_raw(b'{"jsonrpc":"2.0","id":null,"method":"_mock/hint","params":{}}\n')
         return await super().turn_default(turn)
 
 
@@ -121,12 +127,16 @@ class BareToolContent(MockAgent):
 
 
 # ------------------------------------------------------------- config options
-class BooleanSelectValue(MockAgent):
+class UnnamedConfigOption(MockAgent):
+    """session/new announces its first config option without the required name."""
+
     validate_outbound = False
 
-    def config_options(self, session: Session) -> list[Json]:
-        options = super().config_options(session)
-        return [{**options[0], "currentValue": True}, *options[1:]]
+    def new_session_result(self, session: Session) -> Json:
+        result = super().new_session_result(session)
+        first, *rest = result["configOptions"]
+        result["configOptions"] = [{k: v for k, v in first.items() if k != "name"}, *rest]
+        return result
 
 
 # ---------------------------------------------------------- $/cancel_request
@@ -201,8 +211,8 @@ BREAKAGES: dict[str, Breakage] = {
         also=frozenset({"update.tool-call-update.shape"}),
         why_also=_SCHEMA.format("update.tool-call-update.shape"),
     ),
-    "boolean-select-value": Breakage(
-        BooleanSelectValue,
+    "unnamed-config-option": Breakage(
+        UnnamedConfigOption,
         "config.shape",
         also=frozenset({"schema.valid"}),
         why_also=_SCHEMA.format("schema.valid (session/new result)"),
