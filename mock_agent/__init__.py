@@ -68,6 +68,17 @@ conversation update as originally sent) before answering, ``session/resume``
 answers without replay, ``session/list`` lists them (exact ``cwd`` filter,
 single page), ``session/close`` cancels a running turn and forgets the
 session, ``session/delete`` forgets it too and is idempotent.
+
+Authentication
+==============
+
+By default no authentication is required (``authMethods`` is empty).  With
+``--require-auth`` (``MockAgent(require_auth=True)``) the agent advertises one
+method, ``token`` (type ``agent``, accepted for anyone), and
+``agentCapabilities.auth.logout``; ``session/new``, ``session/load``,
+``session/resume`` and ``session/list`` are refused with -32000
+(auth_required) until ``authenticate`` succeeds, and again after ``logout``.
+Certify it with ``--acp-auth-method=token``.
 """
 
 from acp_conformance import __version__ as _package_version
