@@ -351,11 +351,18 @@ def _test_results(item: pytest.Item, harness: Any, outcome: str, exc: BaseExcept
         )
         explicit.add(exc.clause_id)
     why = _describe(exc, _peer_word(harness))
+    # Stream-level clauses are judged on the transcript, which records PASS where the test's
+    # traffic exercised them: one that is still unrecorded was not exercised here, and the
+    # test passing is no evidence for it.
+    stream_level = passive_clauses(_peer_word(harness))
     for cid in marked:
         if cid in explicit:
             continue
         if outcome == "passed" or (isinstance(exc, ConformanceFailure) and harness.body_completed):
-            results.append(ClauseResult(cid, Status.PASS, "check passed"))
+            if cid in stream_level:
+                results.append(ClauseResult(cid, Status.NOT_APPLICABLE, "the peer sent no frame of this kind here"))
+            else:
+                results.append(ClauseResult(cid, Status.PASS, "check passed"))
         elif outcome == "skipped":
             msg = str(getattr(exc, "msg", exc) or "")
             if msg.startswith(NOT_APPLICABLE):
