@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                 budget,
                 cold_ms,
                 config["suite_select"],
-                ("serial", "n2") if quick else ("serial", "n2", "collect"),
+                ("serial", "n2") if quick else ("serial", "n2", "collect", "client", "client-n2"),
             )
             meta.setdefault("section_s", {})["suite"] = time.perf_counter() - t0
         if "profile" in args.sections:

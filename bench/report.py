@@ -336,6 +336,8 @@ def suite_md(s: dict[str, Any]) -> str:
         "serial": '`pytest --acp-agent="python -m mock_agent"` (serial)',
         "n2": "same, `-n 2`",
         "collect": "same, `--collect-only` (start-up + collection only)",
+        "client": '`pytest --acp-client="python -m mock_client ..." --acp-client-profile=mock-client` (serial)',
+        "client-n2": "same client suite, `-n 2`",
     }
     for key, label in names.items():
         v = s.get(key) or {}
@@ -353,7 +355,8 @@ def suite_md(s: dict[str, Any]) -> str:
         else "The full agent suite"
     )
     parts = [
-        f"{scope} against the reference agent, {s.get('reps')} repetition(s), variants interleaved, "
+        f"{scope} against the reference agent (and, in the `client` rows, the full client suite against the "
+        f"reference client), {s.get('reps')} repetition(s), variants interleaved, "
         "each run in a fresh temporary directory.",
         table(["run", "wall (median)", "best", "tests", "exit"], rows),
     ]
@@ -383,14 +386,13 @@ def suite_md(s: dict[str, Any]) -> str:
         )
     if probe.get("error"):
         lines.append(f"- the probe run failed: {probe['error'].splitlines()[0]}")
-    for key in ("serial", "n2", "collect"):
+    for key in names:
         for r in (s.get("runs") or {}).get(key, []):
             if "error" in r:
                 lines.append(f"- {key}, repetition {r.get('rep', 0) + 1}: {r['error'].splitlines()[0]}")
             elif r.get("returncode") not in (0, 1) or not r.get("counts"):
                 tail = " / ".join(line.strip() for line in (r.get("tail") or "").splitlines() if line.strip())
                 lines.append(f"- {key}, repetition {r.get('rep', 0) + 1}: exit {r.get('returncode')}: {tail[:300]}")
-    lines.append(f"- {s.get('client_suite')}")
     parts.append("\n".join(lines))
     return "\n\n".join(parts)
 

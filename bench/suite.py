@@ -1,11 +1,14 @@
-"""Wall time of the full agent suite against the reference agent, serial and with ``-n 2``.
+"""Wall time of the full agent and client suites against the reference peers, serial and with ``-n 2``.
 
 Each repetition runs, in a rotated order and each in a fresh temporary directory:
 
 * ``serial``: ``python -m pytest --acp-agent="python -m mock_agent" -q -p no:cacheprovider``;
 * ``n2``: the same with ``-n 2`` (pytest-xdist, two workers);
 * ``collect``: the same with ``--collect-only`` (pytest start-up, plugin, schema, collection:
-  the fixed cost every pytest process, including each xdist worker, pays once).
+  the fixed cost every pytest process, including each xdist worker, pays once);
+* ``client`` / ``client-n2``: the client suite against the reference client,
+  ``python -m pytest --acp-client="python -m mock_client {permission} --caps fs,terminal --agent
+  {agent} --prompt {prompt}" --acp-client-profile=mock-client``, serial and with ``-n 2``.
 
 The timed runs are what a user types; the first serial run also carries
 ``-p bench.suite_probe`` (µs per agent spawn), which counts the agent processes the suite
@@ -24,16 +27,24 @@ from typing import Any
 
 from bench.common import PY, REPO, BenchError, progress, rotate, run, summarize
 
-VARIANTS = {
-    "serial": [],
-    "n2": ["-n", "2"],
-    "collect": ["--collect-only"],
+#: variant -> (the role certified, extra pytest arguments)
+VARIANTS: dict[str, tuple[str, list[str]]] = {
+    "serial": ("agent", []),
+    "n2": ("agent", ["-n", "2"]),
+    "collect": ("agent", ["--collect-only"]),
+    "client": ("client", []),
+    "client-n2": ("client", ["-n", "2"]),
 }
 
 
-def suite_argv(extra: list[str]) -> list[str]:
-    agent = f"{shlex.quote(PY)} -m mock_agent"
-    return [PY, "-m", "pytest", f"--acp-agent={agent}", "-q", "-p", "no:cacheprovider", *extra]
+def suite_argv(extra: list[str], role: str = "agent") -> list[str]:
+    if role == "client":
+        words = "{permission} --caps fs,terminal --agent {agent} --prompt {prompt}"
+        client = f"{shlex.quote(PY)} -m mock_client {words}"
+        peer = [f"--acp-client={client}", "--acp-client-profile=mock-client"]
+    else:
+        peer = [f"--acp-agent={shlex.quote(PY)} -m mock_agent"]
+    return [PY, "-m", "pytest", *peer, "-q", "-p", "no:cacheprovider", *extra]
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -62,7 +73,9 @@ def _counts(text: str) -> dict[str, int]:
 def run_one(
     variant: str, timeout: float, extra_env: dict[str, str] | None = None, extra: list[str] | None = None
 ) -> dict[str, Any]:
-    argv = suite_argv([*VARIANTS[variant], *(extra or [])])
+    role, args = VARIANTS[variant]
+    # --quick's subset selects agent tests; the client variants always run their whole suite.
+    argv = suite_argv([*args, *(extra or [])] if role == "agent" else args, role)
     with tempfile.TemporaryDirectory(prefix="acp-bench-suite-") as cwd:
         done = run(argv, timeout=timeout, cwd=cwd, env=_env(extra_env))
     text = done.stdout + "\n" + done.stderr
@@ -75,17 +88,6 @@ def run_one(
         "verdict": verdict.group(1).strip() if verdict else None,
         "tail": "\n".join(text.strip().splitlines()[-3:]),
     }
-
-
-def client_suite_status() -> str:
-    client_dir = REPO / "acp_conformance" / "suite" / "client"
-    tests = sorted(client_dir.glob("test_*.py")) if client_dir.is_dir() else []
-    if not tests:
-        return "The client suite does not exist yet (no acp_conformance/suite/client/test_*.py): not measured."
-    return (
-        f"A client suite is present ({len(tests)} test file(s) in acp_conformance/suite/client) but this "
-        "benchmark does not time it yet: it needs --acp-client with a client command."
-    )
 
 
 def _probed_run(timeout: float, select: list[str] | None, probe: dict[str, Any]) -> dict[str, Any]:
@@ -192,7 +194,6 @@ def run_suite(
         "subset": select,
         "runs": runs,
         "probe": probe,
-        "client_suite": client_suite_status(),
     }
     for variant in VARIANTS:
         recs = runs.get(variant, [])

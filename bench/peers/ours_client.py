@@ -24,6 +24,7 @@ from _shared import (
 
 from acp_conformance.client import ClientCapabilities, ClientEndpoint, Sandbox
 from acp_conformance.core.connection import Role
+from acp_conformance.core.events import Notification
 from acp_conformance.peer import Peer
 from acp_conformance.transport.process import spawn
 
@@ -50,6 +51,15 @@ async def run(validate: bool, round_trips: int, warmup: int, updates: int, agent
                 stderr_tail=lambda: list(transport.stderr_tail),
             )
             client = ClientEndpoint(peer, capabilities=ClientCapabilities.none(), sandbox=Sandbox(tmp))
+            # Counted as they arrive: a turn's ``updates`` holds only what the bounded event log
+            # kept (its head and tail, see docs/hostile-peers.md), not all 10,000.
+            seen = [0]
+
+            def count(ev: Notification) -> None:
+                if ev.method == "session/update":
+                    seen[0] += 1
+
+            peer.listeners.append(count)
             async with peer:
                 await client.initialize()
                 init_ms = (time.perf_counter() - t0) * 1e3
@@ -58,8 +68,10 @@ async def run(validate: bool, round_trips: int, warmup: int, updates: int, agent
                     await client.prompt(sid, PING)
                 await client.prompt(sid, updates_prompt(WARM_UPDATES))
                 cpu = CpuClock(transport.pid)
+                seen[0] = 0
                 t = time.perf_counter()
                 turn = await client.prompt(sid, updates_prompt(updates))
+                received = seen[0]
                 upd_seconds = time.perf_counter() - t
                 agent_cpu_upd, client_cpu_upd = cpu.stop()
                 if turn.stop_reason != "end_turn":
@@ -81,7 +93,7 @@ async def run(validate: bool, round_trips: int, warmup: int, updates: int, agent
         round_trips=round_trips,
         rt_seconds=rt_seconds,
         updates=updates,
-        updates_received=len(turn.updates),
+        updates_received=received,
         upd_seconds=upd_seconds,
         agent_pid=transport.pid,
         agent_vmhwm_kib=mem.get("VmHWM"),
