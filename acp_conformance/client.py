@@ -442,6 +442,9 @@ class Turn:
     updates: list[Notification]
     start_event: int
     end_event: int
+    #: Events of the turn the peer's bounded event log no longer holds (a flood: it keeps a
+    #: head and a tail, docs/hostile-peers.md): when non-zero, ``updates`` is incomplete.
+    dropped: int = 0
 
     @property
     def stop_reason(self) -> Any:
@@ -530,15 +533,17 @@ class ClientEndpoint:
     async def finish_turn(self, session_id: str, rid: Any, start: int, timeout: float | None = None) -> Turn:
         resp = await self.peer.wait_response(rid, method="session/prompt", timeout=timeout)
         end = len(self.peer.events)
+        events = self.peer.events[start:end]
+        dropped = (end - start) - len(events)  # slices of the bounded log yield the kept events only
         updates = [
             e
-            for e in self.peer.events[start:end]
+            for e in events
             if isinstance(e, Notification)
             and e.method == "session/update"
             and isinstance(e.params, dict)
             and e.params.get("sessionId") == session_id
         ]
-        return Turn(session_id, rid, resp, updates, start, end)
+        return Turn(session_id, rid, resp, updates, start, end, dropped)
 
     async def prompt(self, session_id: str, prompt: str | list[dict[str, Any]], timeout: float | None = None) -> Turn:
         rid, start = await self.send_prompt(session_id, prompt)

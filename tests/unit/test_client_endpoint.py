@@ -345,3 +345,37 @@ async def test_held_permission_is_answered_by_the_test_and_cancel_answers_the_re
             late = await agent.request("session/request_permission", permission_params("t3"))
             assert late == {"outcome": {"outcome": "cancelled"}}
             assert ep.peer.conn.pending_incoming == []
+
+
+@pytest.mark.anyio
+async def test_a_flooded_turn_says_how_many_events_the_bounded_log_dropped(tmp_path: Path) -> None:
+    """``Turn.updates`` holds what the peer's bounded event log kept; ``Turn.dropped`` says when
+    that is not everything, so a caller counting updates is never silently short."""
+    from acp_conformance.core.events import EventLog
+    from mock_agent import MockAgent, Turn
+
+    class Streamer(MockAgent):
+        async def prompt_turn(self, turn: Turn) -> str:
+            if "stream" not in turn.text:
+                return await super().prompt_turn(turn)
+            message_id = turn.session.next_message_id("agent")
+            for n in range(60):
+                await self.emit(turn, self.message_chunk("agent_message_chunk", f"chunk {n}", message_id))
+            return "end_turn"
+
+    client_end, agent_end = memory_pair()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(Streamer().serve, agent_end)
+        async with Peer(client_end, Role.CLIENT, timeout=10) as peer:
+            peer.events = EventLog(head=5, tail=10, structural=10)
+            client = ClientEndpoint(peer, capabilities=ClientCapabilities.none(), sandbox=Sandbox(str(tmp_path)))
+            await client.initialize()
+            sid = await client.new_session(str(tmp_path))
+            small = await client.prompt(sid, "hello")
+            assert small.dropped == 0
+            flooded = await client.prompt(sid, "stream")
+            assert flooded.stop_reason == "end_turn"
+            assert flooded.dropped > 0
+            assert len(flooded.updates) + flooded.dropped == 60
+            await client_end.close_output()
+        tg.cancel_scope.cancel()
