@@ -46,7 +46,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--suite-budget",
         type=float,
         default=None,
-        help="stop adding suite repetitions after this many seconds (default 300)",
+        help="stop adding suite repetitions after this many seconds (default 420: 5 repetitions of both suites)",
     )
     args = p.parse_args(argv)
     only: list[str] = []
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         "updates": args.updates or (2000 if quick else 10_000),
         "cold_per_rep": 1 if quick else 2,
         "suite_reps": 1 if quick else reps,
-        "suite_budget_s": args.suite_budget or (45.0 if quick else 300.0),
+        "suite_budget_s": args.suite_budget or (45.0 if quick else 420.0),
         "suite_select": ["-k", "initialization"] if quick else None,
         # The whole run stays under this (the e2e repetitions and the suite adapt to it).
         "deadline_s": 85.0 if quick else 570.0,
