@@ -112,7 +112,11 @@ def test_real_adapter_full_turn_certification(profile: AgentProfile, tmp_path: P
     assert model_calls, f"the scripted model was never asked ({len(records)} records)"
     egress = [f"{r['method']} {r['target']}" for r in records if r["egress"]]
     assert not egress, f"{profile.name} tried to leave 127.0.0.1: {sorted(set(egress))}"
-    assert all(r["client"].startswith("127.0.0.1:") for r in records)
+    # "?": the stub could not read the peer's address (the adapter had already closed the
+    # connection, ENOTCONN); the listener is bound to 127.0.0.1, so it was local all the same.
+    assert all(r["client"].startswith("127.0.0.1:") or r["client"] == "?" for r in records), sorted(
+        {r["client"] for r in records}
+    )
     rules = {r["rule"] for r in model_calls}
     assert {"tool", "long"} & rules or {"tool-escalated", "long"} & rules, rules
 
