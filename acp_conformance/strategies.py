@@ -51,6 +51,7 @@ from hypothesis.strategies import DrawFn, SearchStrategy
 
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.connection import Role
+from acp_conformance.core.ids import same_id
 from acp_conformance.schema import locate_schema
 from acp_conformance.validation import MethodSpec, SchemaValidator
 
@@ -290,7 +291,7 @@ class Frame:
                 # (wrongly) answer a frame without a usable id, or a request whose id was null.
                 if "error" in r or not self.has_id or self.id is None:
                     out.append(r)
-            elif self.has_id and _same_id(rid, self.id):
+            elif self.has_id and same_id(rid, self.id):
                 out.append(r)
         return out
 
@@ -304,15 +305,6 @@ class Frame:
             body = body[:limit] + f"... ({len(self.data)} bytes)"
         split = f" in {len(self.chunks)} writes" if len(self.chunks) > 1 else ""
         return f"{what}{split}: {body!r}"
-
-
-def _same_id(a: Any, b: Any) -> bool:
-    """JSON equality of two ids: 1 and 1.0 are one number, 1 and "1" are not."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a == b
-    return type(a) is type(b) and bool(a == b)
 
 
 # ============================================================ the schema model
@@ -1925,6 +1917,9 @@ def _m_not_a_request(draw: DrawFn, ctx: _MutationContext) -> Frame:
         msg = {"jsonrpc": "2.0"}
     elif how == "id-only":
         msg = {"jsonrpc": "2.0", "id": draw(st.integers(1, 1000))}
+        # Response-shaped (an id, no method): it may be a malformed answer to one of the receiver's own
+        # requests, so an error under that id would land in the sender's id space. Silence is right.
+        expect = _OPTIONAL
     elif how == "method-not-string":
         msg = {"jsonrpc": "2.0", "id": draw(st.integers(1, 1000)), "method": draw(st.sampled_from([5, None, [], {}]))}
     elif how == "scalar":
@@ -2193,6 +2188,8 @@ def _classify_bytes(data: bytes) -> Expect:
         return _ANY if "id" in value else _NOTIFY
     if isinstance(value, list):
         return _OPTIONAL
+    if isinstance(value, dict) and "id" in value and "method" not in value:
+        return _OPTIONAL  # response-shaped: answering it would put an error into the sender's id space
     return _NOT_REQUEST
 
 

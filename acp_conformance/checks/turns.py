@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from acp_conformance.core.events import Event, Notification, Request, Response
+from acp_conformance.core.ids import same_id
 
 __all__ = [
     "FINISHED",
@@ -36,6 +37,7 @@ __all__ = [
     "TURN_OUTPUT",
     "ToolMention",
     "diff_path_problems",
+    "diff_semantics_problems",
     "duplicate_option_ids",
     "embedded_after_release",
     "first_tool_kind",
@@ -138,7 +140,7 @@ def responses_to(events: Sequence[Event], request_id: Any, method: str) -> list[
     return [
         (i, e)
         for i, e in enumerate(events)
-        if isinstance(e, Response) and e.method == method and e.id == request_id and type(e.id) is type(request_id)
+        if isinstance(e, Response) and e.method == method and same_id(e.id, request_id)
     ]
 
 
@@ -304,6 +306,48 @@ def diff_path_problems(mentions: Sequence[ToolMention]) -> tuple[int, list[str]]
             if isinstance(path, str) and not is_absolute_path(path):
                 out.append(f"tool call {m.tool_call_id!r} diff path {path!r} is not absolute")
     return seen, out
+
+
+def diff_semantics_problems(
+    events: Sequence[Event], mentions: Sequence[ToolMention], existed: Callable[[str], bool]
+) -> tuple[int, list[str]]:
+    """``(diffs judged, problems)`` for the diffs whose file the suite knows.
+
+    A diff of a file that did not exist before the session (``existed(path)`` false, and no
+    earlier diff or ``fs/write_text_file`` of it) is of a new file: its ``oldText`` is absent or
+    null.  A diff whose file the agent wrote through ``fs/write_text_file`` in the same session
+    carries the complete new text: ``newText`` equals the content of the last such write before
+    the diff.  Diffs of other files are not judged (only the agent knows their contents).
+    """
+    judged, out = 0, []
+    writes: list[tuple[int, str, Any]] = []
+    for i, e in enumerate(events):
+        if isinstance(e, Request) and e.method == "fs/write_text_file" and isinstance(e.params, dict):
+            path = e.params.get("path")
+            if isinstance(path, str):
+                writes.append((i, path, e.params.get("content")))
+    touched: set[str] = set()
+    for m in sorted(mentions, key=lambda m: m.position):
+        if m.source == "permission":
+            continue
+        for item in _items(m.fields, "content"):
+            path = item.get("path")
+            if item.get("type") != "diff" or not isinstance(path, str) or not is_absolute_path(path):
+                continue
+            written = [content for pos, p, content in writes if p == path and pos < m.position]
+            new_file = not existed(path) and path not in touched
+            complete = bool(written) and isinstance(written[-1], str)
+            judged += new_file or complete
+            if new_file and item.get("oldText") is not None:
+                out.append(f"tool call {m.tool_call_id!r} diff of the new file {path!r} has an oldText")
+            if complete:
+                if item.get("newText") != written[-1]:
+                    out.append(
+                        f"tool call {m.tool_call_id!r} diff of {path!r}: newText is not the complete text the "
+                        "agent wrote with fs/write_text_file"
+                    )
+            touched.add(path)
+    return judged, out
 
 
 def terminal_embeds(mentions: Sequence[ToolMention]) -> list[tuple[int, Any]]:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_conformance.core.ids import id_key
 from acp_conformance.transcript import Entry
 
 __all__ = [
@@ -117,8 +118,8 @@ class Frames:
             for e in self.outbound:
                 m = e.message
                 if isinstance(m, dict) and isinstance(m.get("method"), str) and "id" in m:
-                    self._methods.setdefault(_key(m["id"]), m["method"])
-        return self._methods.get(_key(rid))
+                    self._methods.setdefault(id_key(m["id"]), m["method"])
+        return self._methods.get(id_key(rid))
 
     def results(self, methods: frozenset[str]) -> Iterator[tuple[Entry, str, dict[str, Any]]]:
         """``(entry, method, result)`` of every result the agent sent for our requests of ``methods``."""
@@ -140,10 +141,6 @@ class Frames:
                 session = caps.get("session") if isinstance(caps, dict) else None
                 return isinstance(session, dict) and isinstance(session.get(name), dict)
         return None
-
-
-def _key(rid: Any) -> tuple[str, Any]:
-    return (type(rid).__name__, rid)
 
 
 def _items(value: Any) -> list[Any]:
@@ -386,14 +383,14 @@ def check_cancel_request_target(frames: Frames) -> tuple[bool, list[Finding]]:
     sent: set[tuple[str, Any]] = set()
     for e, m in frames.messages():
         if isinstance(m.get("method"), str) and "id" in m and m["method"] != "$/cancel_request":
-            sent.add(_key(m["id"]))
+            sent.add(id_key(m["id"]))
             continue
         if m.get("method") != "$/cancel_request" or "id" in m:
             continue
         seen = True
         params = m.get("params")
         rid = params.get("requestId") if isinstance(params, dict) else None
-        if _key(rid) not in sent:
+        if id_key(rid) not in sent:
             ours = frames.our_method(rid)
             whose = f"our {ours} request" if ours else "no request it had sent"
             out.append(Finding(e, f"$/cancel_request names requestId {rid!r}, {whose}"))

@@ -17,10 +17,12 @@ from typing import Any
 import orjson
 
 from acp_conformance.core.events import Violation
+from acp_conformance.core.ids import id_key  # the one id equality (core/ids.py), re-exported
 
 __all__ = ["ErrorCode", "decode", "dumps", "id_key", "is_json_null", "is_valid_id", "classify"]
 
 C_UTF8 = "transport.utf8"
+C_STRICT = "transport.stdio.strict-framing"
 C_ONE_PER_LINE = "transport.stdio.one-message-per-line"
 #: Placeholder for "this line is not protocol at all" (a banner, a log line);
 #: the connection maps it to the sender's stdout/stdin hygiene clause.
@@ -91,7 +93,7 @@ def decode(data: bytes) -> tuple[Any, list[Violation]]:
     problems: list[Violation] = []
     raw = data[:200]
     if data.startswith(b"\xef\xbb\xbf"):
-        problems.append(Violation(C_UTF8, "frame starts with a UTF-8 byte order mark", "warning", raw))
+        problems.append(Violation(C_STRICT, "frame starts with a UTF-8 byte order mark", "warning", raw))
         data = data[3:]
     try:
         text = data.decode("utf-8")
@@ -131,21 +133,6 @@ def _reject_constant(name: str) -> Any:
 def is_valid_id(value: Any) -> bool:
     """JSON-RPC ids are strings, integers (and, discouraged, null)."""
     return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def id_key(value: Any) -> tuple[str, Any]:
-    """A hashable key that keeps JSON types apart: ``1`` and ``"1"`` differ."""
-    if isinstance(value, bool):
-        return ("b", value)
-    if isinstance(value, int):
-        return ("n", value)
-    if isinstance(value, float):
-        return ("f", value)
-    if isinstance(value, str):
-        return ("s", value)
-    if value is None:
-        return ("z", None)
-    return ("o", orjson.dumps(value))
 
 
 def classify(msg: Any, raw: bytes = b"") -> tuple[str | None, list[Violation]]:

@@ -81,7 +81,7 @@ def test_invalid_utf8_is_transport_utf8() -> None:
 
 def test_bom_is_a_warning_and_the_message_still_decodes() -> None:
     out = feed(b'\xef\xbb\xbf{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}', Role.AGENT)
-    assert clauses(out) == [("transport.utf8", "warning")]
+    assert clauses(out) == [("transport.stdio.strict-framing", "warning")]
     (note,) = messages(out)
     assert isinstance(note, Notification) and note.method == "session/cancel"
 
@@ -223,8 +223,13 @@ def test_request_shape_problems() -> None:
 
 # ------------------------------------------------------------------- helpers
 def test_id_key_keeps_json_types_apart() -> None:
-    keys = {jsonrpc.id_key(v) for v in (1, "1", True, 1.0, None, "null", 0, False)}
-    assert len(keys) == 8
+    keys = {jsonrpc.id_key(v) for v in (1, "1", True, None, "null", 0, False)}
+    assert len(keys) == 7
+    # One JSON number type (RFC 8259): 1 and 1.0 are the same value, large integers compare exactly.
+    assert jsonrpc.id_key(1) == jsonrpc.id_key(1.0)
+    assert jsonrpc.id_key(2**53 + 1) != jsonrpc.id_key(2**53)
+    # Invalid ids a fuzzer sends still have a key.
+    assert jsonrpc.id_key([]) == jsonrpc.id_key([]) != jsonrpc.id_key({})
 
 
 def test_dumps_never_emits_a_raw_newline() -> None:

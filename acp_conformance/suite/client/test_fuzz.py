@@ -60,6 +60,7 @@ from acp_conformance.agent_endpoint import DEFAULT_OPTIONS
 from acp_conformance.client_harness import ClientConnection, ClientHarness
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Request
+from acp_conformance.core.ids import id_key
 from acp_conformance.suite._fuzz import (
     C_ANSWERED,
     C_EXT_UNKNOWN,
@@ -68,6 +69,7 @@ from acp_conformance.suite._fuzz import (
     C_INVALID_REQUEST,
     C_NOTIFICATION,
     C_PARSE,
+    C_SURVIVES,
     C_UNKNOWN,
     DEAD_SESSION,
     LIVE_CWD,
@@ -209,19 +211,14 @@ class ClientFrameFuzzer(FrameFuzzer):
         return live
 
     def _applicable(self, frame: acp.Frame, live: Live) -> bool:
-        own = {_key(e.id) for e in live.conn.peer.events if isinstance(e, Request)}
+        own = {id_key(e.id) for e in live.conn.peer.events if isinstance(e, Request)}
         for msg in _messages(frame):
             response_shaped = not isinstance(msg.get("method"), str) or "result" in msg or "error" in msg
-            if response_shaped and "id" in msg and _key(msg["id"]) in own:
+            if response_shaped and "id" in msg and id_key(msg["id"]) in own:
                 return False
         return True
 
 
-def _key(rid: Any) -> tuple[str, Any]:
-    try:
-        return jsonrpc.id_key(rid)
-    except TypeError:
-        return ("o", repr(rid))
 
 
 def _judge(frame: acp.Frame, live: Live) -> acp.Expect:
@@ -265,36 +262,36 @@ HUGE = 1024 * 1024
 
 
 # ------------------------------------------------------------------ tests
-@pytest.mark.clause(C_PARSE, C_ANSWERED)
+@pytest.mark.clause(C_PARSE, C_ANSWERED, C_SURVIVES)
 def test_fuzz_client_unparseable_lines(acp_client: ClientHarness) -> None:
     """Lines that are not JSON (garbage, NUL, invalid UTF-8, cut frames, banners, 1 MiB lines) get -32700
     with a null id; oddly framed agent requests (CRLF, BOM, split writes) are still served."""
     base = _frames(kinds=["request"], overrides=_SAFE)
     strategy = acp.byte_damage(base, huge_bytes=HUGE)
-    _campaign(acp_client, "unparseable-lines", [C_PARSE, C_ANSWERED], strategy)
+    _campaign(acp_client, "unparseable-lines", [C_PARSE, C_ANSWERED, C_SURVIVES], strategy)
 
 
-@pytest.mark.clause(C_INVALID_REQUEST, C_ANSWERED)
+@pytest.mark.clause(C_INVALID_REQUEST, C_ANSWERED, C_SURVIVES)
 def test_fuzz_client_invalid_requests(acp_client: ClientHarness) -> None:
     """JSON that is no request object ({}, scalars, null, no method, a non-string method, ids of the wrong
     type, a broken envelope) gets -32600, and the client keeps serving its agent."""
     strategy = _invalid(
         kinds=["request", "notification"], mutations=["not-a-request", "invalid-id", "envelope"], overrides=_SAFE
     )
-    _campaign(acp_client, "invalid-requests", [C_INVALID_REQUEST, C_ANSWERED], strategy)
+    _campaign(acp_client, "invalid-requests", [C_INVALID_REQUEST, C_ANSWERED, C_SURVIVES], strategy)
 
 
-@pytest.mark.clause(C_INVALID_PARAMS, C_ANSWERED)
+@pytest.mark.clause(C_INVALID_PARAMS, C_ANSWERED, C_SURVIVES)
 def test_fuzz_client_invalid_params(acp_client: ClientHarness) -> None:
     """session/request_permission, fs/* and terminal/* with a required member missing or of the wrong type, or
     params that are no object, get -32602 (any error for a method the client did not advertise), never a result."""
     strategy = _invalid(
         kinds=["request"], mutations=["missing-required", "wrong-type", "params-not-object"], overrides=_SAFE
     ).filter(lambda f: f.expect.clause == C_INVALID_PARAMS)
-    _campaign(acp_client, "invalid-params", [C_INVALID_PARAMS, C_ANSWERED], strategy)
+    _campaign(acp_client, "invalid-params", [C_INVALID_PARAMS, C_ANSWERED, C_SURVIVES], strategy)
 
 
-@pytest.mark.clause(C_UNKNOWN, C_NOTIFICATION, C_ANSWERED)
+@pytest.mark.clause(C_UNKNOWN, C_NOTIFICATION, C_ANSWERED, C_SURVIVES)
 def test_fuzz_client_methods_and_notifications(acp_client: ClientHarness) -> None:
     """Unknown methods (near misses, unicode, reserved prefixes) get -32601; no notification is ever answered:
     session/update of every kind (valid, unusual, broken, for a session that does not exist), unknown ones too."""
@@ -302,16 +299,16 @@ def test_fuzz_client_methods_and_notifications(acp_client: ClientHarness) -> Non
     unknown = _invalid(kinds=["request"], mutations=["unknown-method"], overrides=_SAFE)
     notes = _frames(kinds=["notification"], valid=None, unusual=True, overrides=safe)
     strategy = acp.evenly(unknown, notes, notes)
-    _campaign(acp_client, "methods-and-notifications", [C_UNKNOWN, C_NOTIFICATION, C_ANSWERED], strategy)
+    _campaign(acp_client, "methods-and-notifications", [C_UNKNOWN, C_NOTIFICATION, C_ANSWERED, C_SURVIVES], strategy)
 
 
-@pytest.mark.clause(C_ID_TYPES, C_ANSWERED)
+@pytest.mark.clause(C_ID_TYPES, C_ANSWERED, C_SURVIVES)
 def test_fuzz_client_odd_ids(acp_client: ClientHarness) -> None:
     """Agent requests with odd but valid ids (0, negative, int64 extremes, "", numeric-looking, unicode, 64 KiB
     strings) are answered with exactly that id; a reused id does not wedge the client."""
     odd = _frames(kinds=["request"], mutations=["odd-id"], overrides=_SAFE)
     dup = _invalid(kinds=["request"], mutations=["duplicate-id"], overrides=_SAFE)
-    _campaign(acp_client, "odd-ids", [C_ID_TYPES, C_ANSWERED], acp.evenly(odd, odd, odd, dup))
+    _campaign(acp_client, "odd-ids", [C_ID_TYPES, C_ANSWERED, C_SURVIVES], acp.evenly(odd, odd, odd, dup))
 
 
 @pytest.mark.clause(C_ANSWERED, C_EXT_UNKNOWN)

@@ -1,0 +1,58 @@
+"""JSON-RPC request ids: the one definition of "the same id".
+
+Rule 1 (after h11's ``_state.py``): every comparison of two request ids in
+this package goes through ``same_id`` or ``id_key``; nothing else decides it
+(``tests/test_rules.py`` keeps it that way).  Pairing a response with its
+request, spotting a duplicate answer, excusing a fuzzer's odd id, and the
+fuzz oracle's "did it echo my id" all ask the same question, so they must
+get the same answer.
+
+The rule, from JSON-RPC 2.0 § 5 ("the same value") and RFC 8259:
+
+* JSON types stay apart: ``1`` and ``"1"`` are different ids, and so are
+  ``true`` and ``1`` (a boolean is no id at all);
+* numbers compare as JSON numbers: ``1`` and ``1.0`` are one value (RFC 8259
+  has one number type), and integers compare exactly, however large:
+  ``2**53 + 1`` echoed as ``2**53`` is a different value.  A peer that cannot
+  hold such an integer (a JavaScript one rounds it to the nearest double) is
+  at a limit RFC 8259 § 9 allows an implementation to set: that is a
+  robustness finding, judged by the caller that sent such an id, never an
+  excuse here;
+* ``null`` equals ``null``;
+* anything else (an array, an object: invalid ids a fuzzer may send) is
+  compared by its JSON text, so it can still be looked up.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import orjson
+
+__all__ = ["id_key", "same_id"]
+
+
+def id_key(value: Any) -> tuple[str, Any]:
+    """A hashable key: two ids have the same key exactly when ``same_id`` says they are equal."""
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, int):
+        return ("n", value)
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer():
+            return ("n", int(value))
+        return ("n", value)
+    if isinstance(value, str):
+        return ("s", value)
+    if value is None:
+        return ("z", None)
+    try:
+        return ("o", orjson.dumps(value, option=orjson.OPT_SORT_KEYS))
+    except TypeError:  # what orjson refuses (a lone surrogate, an integer beyond 64 bits inside)
+        return ("o", repr(value))
+
+
+def same_id(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are the same JSON-RPC id (see the module docstring)."""
+    return id_key(a) == id_key(b)
