@@ -52,7 +52,7 @@ from acp_conformance.errors import ConformanceFailure, PeerError, PeerExited, Pe
 from acp_conformance.harness import DEAD_AFTER, AcpSpecWarning, _Liveness, judge_transcript
 from acp_conformance.peer import Peer
 from acp_conformance.profiles import ClientProfile, default_profile
-from acp_conformance.results import ClauseResult, Status
+from acp_conformance.results import ClauseResult, Status, adjust, judged
 from acp_conformance.transcript import Transcript, redactor
 from acp_conformance.transport.process import ProcessTransport, spawn
 from acp_conformance.validation import SchemaValidator
@@ -173,6 +173,8 @@ class ClientHarness:
         self.connections: list[ClientConnection] = []
         self.peer_info: dict[str, Any] | None = None
         self.body_completed = False
+        #: The first MUST failure of a ``check(..., stop=False)``, raised by the plugin after the body.
+        self.pending_failure: ConformanceFailure | None = None
         self.manual = False  # set when a result depended on a person
         self._n = 0
         self._stderr: list[str] = []
@@ -188,20 +190,26 @@ class ClientHarness:
 
     # -------------------------------------------------------------- results
     def record(self, clause: str, status: Status, message: str = "", evidence: str = "") -> None:
+        """Record a result; a breach takes the status the clause's level gives it (``results.adjust``)."""
         if self.manual and MANUAL_NOTE not in message:
             message += MANUAL_NOTE
-        self.results.append(ClauseResult(clause, status, message, evidence))
+        self.results.append(ClauseResult(clause, adjust(registry().get(clause), status), message, evidence))
 
-    def check(self, clause: str, ok: bool, expected: str, actual: str) -> bool:
-        """PASS, or for a MUST a ``ConformanceFailure``; for a SHOULD/MAY a WARN."""
-        if ok:
+    def check(self, clause: str, ok: bool, expected: str, actual: str, *, stop: bool = True) -> bool:
+        """PASS, or for a MUST a ``ConformanceFailure``; for a SHOULD a WARN, for a MAY an INFO.
+        ``stop=False``: a MUST failure is recorded and raised once the test body is over."""
+        status = judged(registry().get(clause), ok)
+        if status is Status.PASS:
             self.record(clause, Status.PASS, expected)
             return True
-        if registry().get(clause).mandatory:
+        if status is Status.FAIL and stop:
             raise ConformanceFailure(clause, expected, actual + (MANUAL_NOTE if self.manual else ""))
         message = f"expected {expected}; observed {actual}"
-        self.record(clause, Status.WARN, message, self.evidence())
-        warnings.warn(AcpSpecWarning(f"[{clause}] {message}"), stacklevel=2)
+        self.record(clause, status, message, self.evidence())
+        if status is Status.FAIL and self.pending_failure is None:
+            self.pending_failure = ConformanceFailure(clause, expected, actual)
+        if status is Status.WARN:
+            warnings.warn(AcpSpecWarning(f"[{clause}] {message}"), stacklevel=2)
         return False
 
     def evidence(self, conn: ClientConnection | None = None, last: int = 40) -> str:

@@ -29,7 +29,7 @@ from acp_conformance.core.connection import Role
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
 from acp_conformance.errors import ConformanceFailure, PeerError, PeerExited, PeerTimeout, PeerUnavailable
 from acp_conformance.peer import Peer
-from acp_conformance.results import ClauseResult, Status
+from acp_conformance.results import ClauseResult, Status, adjust, judged
 from acp_conformance.transcript import Transcript, redactor
 from acp_conformance.transport.process import ProcessTransport, spawn
 from acp_conformance.validation import SchemaValidator
@@ -115,25 +115,37 @@ class AgentHarness:
         self.connections: list[Connection] = []
         self.peer_info: dict[str, Any] | None = None
         self.body_completed = False
+        #: The first MUST failure recorded by a ``check(..., stop=False)``, raised when the
+        #: connection closes (the test fails, after every independent check has had its say).
+        self.pending_failure: ConformanceFailure | None = None
         self.setups: list[PreparedPeer] = []
         self._n = 0
 
     # -------------------------------------------------------------- results
     def record(self, clause: str, status: Status, message: str = "", evidence: str = "") -> None:
-        self.results.append(ClauseResult(clause, status, message, evidence))
+        """Record a result; a breach takes the status the clause's level gives it (``results.adjust``)."""
+        self.results.append(ClauseResult(clause, adjust(registry().get(clause), status), message, evidence))
 
-    def check(self, clause: str, ok: bool, expected: str, actual: str) -> bool:
+    def check(self, clause: str, ok: bool, expected: str, actual: str, *, stop: bool = True) -> bool:
         """Judge ``clause``: PASS, or for a MUST a ``ConformanceFailure`` that
-        stops the test; for a SHOULD/MAY a WARN and an ``AcpSpecWarning``
-        (the test goes on: a recommendation missed is not a failure)."""
-        if ok:
+        stops the test; for a SHOULD a WARN and an ``AcpSpecWarning``, for a MAY
+        an INFO (the test goes on: a recommendation missed is not a failure).
+
+        ``stop=False`` for a MUST whose failure must not hide the checks after it (independent
+        judgements of the same traffic): the FAIL is recorded and the test fails once the
+        connection closes (``pending_failure``)."""
+        status = judged(registry().get(clause), ok)
+        if status is Status.PASS:
             self.record(clause, Status.PASS, expected)
             return True
-        if registry().get(clause).mandatory:
+        if status is Status.FAIL and stop:
             raise ConformanceFailure(clause, expected, actual)
         message = f"expected {expected}; observed {actual}"
-        self.record(clause, Status.WARN, message, self.evidence())
-        warnings.warn(AcpSpecWarning(f"[{clause}] {message}"), stacklevel=2)
+        self.record(clause, status, message, self.evidence())
+        if status is Status.FAIL and self.pending_failure is None:
+            self.pending_failure = ConformanceFailure(clause, expected, actual)
+        if status is Status.WARN:
+            warnings.warn(AcpSpecWarning(f"[{clause}] {message}"), stacklevel=2)
         return False
 
     def evidence(self, conn: Connection | None = None, last: int = 40) -> str:
@@ -239,6 +251,11 @@ class AgentHarness:
                     permission=permission,
                     terminals=terminals,
                 )
+                for prepared in self.setups[-1:]:
+                    # A scripted model endpoint the suite controls can hold a turn open (a slow reply).
+                    probe = getattr(prepared, "holding", None)
+                    if callable(probe):
+                        client.hold_probes.append(probe)
                 conn = Connection(client, transport, transcript, sandbox)
                 self.connections.append(conn)
                 async with peer:
@@ -274,6 +291,11 @@ class AgentHarness:
                         found = judge_transcript(transcript, "agent")
                         self.results.extend(found)
                 if not failed:
+                    if self.pending_failure is not None:
+                        # The body ran to its end; a MUST it judged without stopping failed.
+                        self.body_completed = True
+                        pending, self.pending_failure = self.pending_failure, None
+                        raise pending
                     hard = [r for r in found if r.status is Status.FAIL]
                     if hard:
                         first = hard[0]

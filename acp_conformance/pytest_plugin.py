@@ -317,6 +317,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     harness = item.stash.get(HARNESS, None)
     if harness is None:
         return
+    if call.when == "call" and rep.passed and getattr(harness, "pending_failure", None) is not None:
+        # A MUST judged without stopping the test failed after the last connection closed.
+        pending = harness.pending_failure
+        harness.pending_failure = None
+        harness.body_completed = True
+        rep.outcome = "failed"
+        rep.longrepr = str(pending)
+        call = pytest.CallInfo.from_call(lambda: _raise(pending), when="call")
     if call.when == "call" or (call.when == "setup" and rep.outcome != "passed"):
         exc = call.excinfo.value if call.excinfo is not None else None
         item.stash[_CALL] = (rep.outcome, exc)
@@ -346,9 +354,10 @@ def _test_results(item: pytest.Item, harness: Any, outcome: str, exc: BaseExcept
     marked = [cid for m in item.iter_markers("clause") for cid in m.args]
     evidence = harness.evidence()
     if isinstance(exc, ConformanceFailure):
-        results.append(
-            ClauseResult(exc.clause_id, Status.FAIL, f"expected {exc.expected}; observed {exc.actual}", evidence)
-        )
+        if not any(r.clause == exc.clause_id and r.status is Status.FAIL for r in results):
+            results.append(
+                ClauseResult(exc.clause_id, Status.FAIL, f"expected {exc.expected}; observed {exc.actual}", evidence)
+            )
         explicit.add(exc.clause_id)
     why = _describe(exc, _peer_word(harness))
     # Stream-level clauses are judged on the transcript, which records PASS where the test's
@@ -382,6 +391,10 @@ def _test_results(item: pytest.Item, harness: Any, outcome: str, exc: BaseExcept
             # A bug in the suite: never let it pass for a verdict.
             results.append(ClauseResult(cid, Status.NOT_TESTED, f"suite error: {why}", evidence))
     return results
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc
 
 
 def _peer_word(harness: Any) -> str:

@@ -263,6 +263,10 @@ _DEFINITION_CLAUSES = {
     "CancelRequestNotification": "cancelreq.shape",
 }
 
+#: Results the schema defines as objects that the v1 docs' examples answer with null
+#: (session-setup.mdx § Loading Sessions, file-system.mdx § Writing Files).
+NULL_RESULT_EXAMPLES = frozenset({"LoadSessionResponse", "WriteTextFileResponse"})
+
 #: Clause charged with a schema failure no more specific clause covers.
 GENERIC_SCHEMA_CLAUSE = "schema.valid"
 
@@ -273,6 +277,8 @@ def clause_for(issue: SchemaIssue, instance: Any) -> str:
     Specific shape clauses where the registry has one (so a report says
     "tool_call_update shape" rather than "schema"), else the generic one.
     """
+    if instance is None and issue.definition in NULL_RESULT_EXAMPLES:
+        return "schema.null-result"  # the docs' own example answers null (a SHOULD, not schema.valid)
     if issue.definition == "SessionNotification":
         update = instance.get("update") if isinstance(instance, dict) else None
         kind = update.get("sessionUpdate") if isinstance(update, dict) else None

@@ -7,7 +7,7 @@ from typing import Any
 
 from acp_conformance.checks.wire import WIRE_CHECKS, Frames
 from acp_conformance.clauses import registry
-from acp_conformance.results import ClauseResult, Status
+from acp_conformance.results import ClauseResult, Status, breach_status
 from acp_conformance.transcript import Entry, Transcript, redactor
 
 __all__ = ["MAX_EXAMPLES_PER_CLAUSE", "PASSIVE_CLAUSES", "passive_results"]
@@ -66,6 +66,8 @@ PASSIVE_CLAUSES: dict[str, tuple[tuple[str, ...], Predicate]] = {
     "transport.stdio.one-message-per-line": (("agent", "client"), _any_frame),
     "transport.stdio.stdout-clean": (("agent",), _any_frame),
     "transport.stdio.stdin-clean": (("client",), _any_frame),
+    "transport.stdio.strict-framing": (("agent", "client"), _any_frame),
+    "transport.frame-limit": (("agent", "client"), _any_frame),
     "jsonrpc.version-field": (("agent", "client"), _any_frame),
     "jsonrpc.response-id-echo": (("agent", "client"), _any_response),
     "jsonrpc.result-xor-error": (("agent", "client"), _any_response),
@@ -138,8 +140,7 @@ def passive_results(
         if not clause.applies_to(peer_role):
             continue
         failed.add(v.clause_id)
-        hard = v.severity == "error" and clause.mandatory
-        key = (v.clause_id, Status.FAIL if hard else Status.WARN)
+        key = (v.clause_id, breach_status(clause))
         messages = shown.setdefault(key, set())
         if v.message in messages:
             continue  # the same finding again: one result says it
@@ -161,7 +162,7 @@ def passive_results(
         wire_exercised[clause_id] = touched
         for finding in findings:
             failed.add(clause_id)
-            key = (clause_id, Status.FAIL if reg.get(clause_id).mandatory else Status.WARN)
+            key = (clause_id, breach_status(reg.get(clause_id)))
             messages = shown.setdefault(key, set())
             if finding.message in messages:
                 continue

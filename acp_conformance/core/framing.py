@@ -23,6 +23,8 @@ __all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameDecoder", "RawFrame", "encode_frame"
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
 
 CLAUSE_NEWLINE = "transport.stdio.newline-delimited"
+CLAUSE_STRICT = "transport.stdio.strict-framing"
+CLAUSE_LIMIT = "transport.frame-limit"
 #: How much of an unterminated line a message shows.
 PREVIEW_BYTES = 120
 
@@ -144,10 +146,10 @@ class FrameDecoder:
 
     def _oversize_violation(self) -> Violation:
         return Violation(
-            CLAUSE_NEWLINE,
+            CLAUSE_LIMIT,
             f"line of at least {self._discarded} bytes exceeds the frame cap of "
             f"{self.max_frame_bytes} bytes (raise it with --acp-max-frame-bytes); "
-            "the line was discarded",
+            "the line was discarded unjudged",
         )
 
     def _emit(self, line: bytes, out: list[RawFrame | Violation]) -> None:
@@ -157,7 +159,7 @@ class FrameDecoder:
         if not line.strip():
             out.append(
                 Violation(
-                    CLAUSE_NEWLINE,
+                    CLAUSE_STRICT,
                     "blank line between frames (each line must carry exactly one message)",
                     severity="warning",
                     raw=line,
@@ -167,7 +169,7 @@ class FrameDecoder:
         if crlf:
             out.append(
                 Violation(
-                    CLAUSE_NEWLINE,
+                    CLAUSE_STRICT,
                     "frame terminated by CRLF; ACP frames end with a bare \\n",
                     severity="warning",
                     raw=line[:200],

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp_conformance.clauses import Clause, Registry
-from acp_conformance.results import ClauseResult, Status, combine
+from acp_conformance.results import NOT_EXERCISED_IN_RUN, ClauseResult, Status, adjust, combine, not_exercised
 from acp_conformance.transcript import redact_data
 
 __all__ = ["RunResults", "TestRecord"]
@@ -64,32 +64,40 @@ class RunResults:
             status = combine([self._adjust(clause, r.status) for _, r in got])
             if not got and clause.id in self.passive and self.tests:
                 # Judged on every frame, but no frame of its kind ever came.
-                status = Status.NOT_APPLICABLE
+                status = not_exercised(clause.id, run=True).status
             out[clause.id] = (status, got)
         return out
 
     @staticmethod
     def _adjust(clause: Clause, status: Status) -> Status:
-        if status is Status.FAIL and not clause.mandatory:
-            return Status.WARN
-        return status
+        return adjust(clause, status)
+
+    def is_checked(self, clause: Clause, got: list[tuple[TestRecord, ClauseResult]]) -> bool:
+        """Whether this run has a check for ``clause``: one is bound to it, or it produced a result
+        (a clause that was judged was checked, whatever the static bindings say)."""
+        return clause.id in self.checked or bool(got)
 
     def verdict(self) -> dict[str, Any]:
         statuses = self.clause_status()
-        failed, not_tested, gaps, warned = [], [], [], []
+        failed, not_tested, gaps, warned, info = [], [], [], [], []
         counts: dict[str, int] = defaultdict(int)
         for clause in self.registry.for_role(self.role):
-            status, _ = statuses[clause.id]
+            status, got = statuses[clause.id]
             counts[status.value] += 1
-            if clause.untestable:
+            if status is Status.FAIL:
+                # Only a MUST / MUST NOT can be FAIL (results.adjust), and a FAIL always counts:
+                # even on a clause the static bindings call unchecked or unobservable.
+                failed.append(clause.id)
                 continue
-            if clause.id not in self.checked:
+            if clause.untestable and not got:
+                continue
+            if not self.is_checked(clause, got):
                 gaps.append(clause.id)
                 continue
             if status is Status.WARN:
                 warned.append(clause.id)
-            if clause.mandatory and status is Status.FAIL:
-                failed.append(clause.id)
+            elif status is Status.INFO:
+                info.append(clause.id)
             elif clause.mandatory and status is Status.NOT_TESTED:
                 not_tested.append(clause.id)
         conformant = not failed and not not_tested and bool(self.tests)
@@ -98,6 +106,7 @@ class RunResults:
             "failed_mandatory": failed,
             "not_tested_mandatory": not_tested,
             "warnings": warned,
+            "info": info,
             "coverage_gaps": gaps,
             "counts": dict(sorted(counts.items())),
             "tests": len(self.tests),
@@ -136,7 +145,7 @@ class RunResults:
                 "status": status.value,
                 "text": clause.text,
                 "reference": clause.reference,
-                "checked": clause.id in self.checked,
+                "checked": self.is_checked(clause, got),
                 "tests": [
                     {
                         "nodeid": t.nodeid,
@@ -151,8 +160,8 @@ class RunResults:
             if clause.untestable:
                 entry["untestable"] = clause.untestable
             elif status is Status.NOT_APPLICABLE and not got:
-                entry["not_applicable_reason"] = "judged on every frame, but the peer sent no frame it applies to"
-            elif clause.id not in self.checked:
+                entry["not_applicable_reason"] = NOT_EXERCISED_IN_RUN
+            elif not self.is_checked(clause, got):
                 entry["not_tested_reason"] = "no check for this clause in this suite version"
             clauses.append(entry)
         peer = {"role": self.role, "command": self.command, "info": None, "capabilities": None}
@@ -190,7 +199,7 @@ class RunResults:
             *[f"| {k} | {n} |" for k, n in v["counts"].items()],
             "",
         ]
-        bad = [c for c in data["clauses"] if c["status"] in ("FAIL", "WARN", "INCONCLUSIVE")]
+        bad = [c for c in data["clauses"] if c["status"] in ("FAIL", "WARN", "INFO", "INCONCLUSIVE")]
         if bad:
             lines += ["## Findings", "", "| clause | level | status | what was observed |", "|---|---|---|---|"]
             for c in sorted(bad, key=lambda c: (c["status"] != "FAIL", c["status"], c["id"])):
@@ -235,7 +244,8 @@ class RunResults:
         lines.append(
             f"ACP verdict: {'CONFORMANT' if v['conformant'] else 'NOT CONFORMANT'} "
             f"({len(v['failed_mandatory'])} mandatory FAIL, {len(v['not_tested_mandatory'])} mandatory NOT_TESTED, "
-            f"{len(v['warnings'])} WARN; {gaps} clauses of this role not yet checked by this suite version)"
+            f"{len(v['warnings'])} WARN, {len(v['info'])} INFO; "
+            f"{gaps} clauses of this role not yet checked by this suite version)"
         )
         return lines
 

@@ -245,6 +245,12 @@ class DeleteUnknownErrors(MockAgent):
         return await super().handle_delete_session(req)
 
 
+class NullLoadResult(MockAgent):
+    async def handle_load_session(self, req: Request) -> Any:
+        await super().handle_load_session(req)
+        return None  # what the docs' example shows; the schema wants a LoadSessionResponse object
+
+
 # ---------------------------------------------------------------- modes/config
 class SetModeIgnored(MockAgent):
     async def handle_set_mode(self, req: Request) -> Any:
@@ -571,10 +577,11 @@ BREAKAGES: dict[str, Breakage] = {
     "delete-keeps-session": _b(DeleteKeepsSession, "session.delete.removes"),
     "delete-result-extra": _b(DeleteResultExtra, "session.delete.response"),
     "delete-unknown-errors": _b(DeleteUnknownErrors, "session.delete.idempotent", "WARN"),
+    "null-load-result": _b(NullLoadResult, "schema.null-result", "WARN"),
     "set-mode-ignored": _b(SetModeIgnored, "mode.set.response"),
     "set-mode-accepts-unknown": _b(SetModeAcceptsUnknown, "mode.set.invalid", "WARN"),
-    "set-mode-waits-for-turn": _b(SetModeWaitsForTurn, "mode.set.anytime"),
-    "set-config-waits-for-turn": _b(SetConfigWaitsForTurn, "config.set.anytime"),
+    "set-mode-waits-for-turn": _b(SetModeWaitsForTurn, "mode.set.anytime", "WARN"),
+    "set-config-waits-for-turn": _b(SetConfigWaitsForTurn, "config.set.anytime", "WARN"),
     "set-config-partial-result": _b(SetConfigPartialResult, "config.set.response-complete"),
     "set-config-accepts-unknown": _b(SetConfigAcceptsUnknown, "config.set.invalid", "WARN"),
     "partial-config-update": _b(PartialConfigUpdate, "config.update.complete"),

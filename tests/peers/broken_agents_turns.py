@@ -39,6 +39,28 @@ class ToolLocationLineZero(MockAgent):
         return update
 
 
+class DiffOldTextForNewFile(MockAgent):
+    async def emit(self, turn: Turn, update: Json) -> None:
+        content = update.get("content")
+        if isinstance(content, list):
+            # The probe file did not exist before: a diff of it has no old text ("null for new files").
+            content = [{**c, "oldText": ""} if c.get("type") == "diff" else c for c in content]
+            update = {**update, "content": content}
+        await super().emit(turn, update)
+
+
+class DiffNewTextPartial(MockAgent):
+    async def emit(self, turn: Turn, update: Json) -> None:
+        content = update.get("content")
+        if isinstance(content, list):
+            # Only the first line of what it wrote: not "the new content after modification".
+            content = [
+                {**c, "newText": str(c["newText"]).split("\n")[0]} if c.get("type") == "diff" else c for c in content
+            ]
+            update = {**update, "content": content}
+        await super().emit(turn, update)
+
+
 class RelativeDiffPath(MockAgent):
     async def emit(self, turn: Turn, update: Json) -> None:
         content = update.get("content")
@@ -345,8 +367,10 @@ _WHY = (
 BREAKAGES: dict[str, Breakage] = {
     # tool calls
     "relative-tool-location": Breakage(RelativeToolLocation, "tool.location.shape"),
-    "tool-location-line-zero": Breakage(ToolLocationLineZero, "tool.location.shape", status="WARN"),
-    "relative-diff-path": Breakage(RelativeDiffPath, "tool.diff.semantics"),
+    "tool-location-line-zero": Breakage(ToolLocationLineZero, "session.lines.one-based", status="WARN"),
+    "relative-diff-path": Breakage(RelativeDiffPath, "session.paths.absolute"),
+    "diff-old-text-for-new-file": Breakage(DiffOldTextForNewFile, "tool.diff.semantics", status="WARN"),
+    "diff-new-text-partial": Breakage(DiffNewTextPartial, "tool.diff.semantics", status="WARN"),
     "reused-tool-call-id": Breakage(ReusedToolCallId, "tool.id.unique"),
     "update-for-unknown-tool-call": Breakage(UpdateForUnknownToolCall, "tool.update.known-id", status="WARN"),
     "status-after-completed": Breakage(StatusAfterCompleted, "tool.status.terminal-final", status="WARN"),
@@ -411,7 +435,7 @@ BREAKAGES: dict[str, Breakage] = {
     ),
     # fs and terminals
     "relative-read-path": Breakage(RelativeReadPath, "fs.read.shape"),
-    "read-line-zero": Breakage(ReadLineZero, "fs.read.shape", status="WARN"),
+    "read-line-zero": Breakage(ReadLineZero, "session.lines.one-based", status="WARN"),
     "relative-write-path": Breakage(RelativeWritePath, "fs.write.shape"),
     "relative-terminal-cwd": Breakage(RelativeTerminalCwd, "term.create.shape"),
     "never-releases-terminals": Breakage(NeverReleasesTerminals, "term.agent-releases"),

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from acp_conformance.core.events import Violation
-from acp_conformance.core.framing import CLAUSE_NEWLINE, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, RawFrame, encode_frame
+from acp_conformance.core.framing import (
+    CLAUSE_LIMIT,
+    CLAUSE_NEWLINE,
+    CLAUSE_STRICT,
+    DEFAULT_MAX_FRAME_BYTES,
+    FrameDecoder,
+    RawFrame,
+    encode_frame,
+)
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -39,7 +47,7 @@ def test_whole_stream_reference() -> None:
     out = run([STREAM])
     assert frames(out) == [line.rstrip(b"\r") for line in STREAM.split(b"\n") if line.strip()]
     # One CRLF warning, one blank-line warning, both SHOULD-grade on the newline clause.
-    assert [(v.clause_id, v.severity) for v in violations(out)] == [(CLAUSE_NEWLINE, "warning")] * 2
+    assert [(v.clause_id, v.severity) for v in violations(out)] == [(CLAUSE_STRICT, "warning")] * 2
 
 
 def test_split_at_every_byte_offset_decodes_identically() -> None:
@@ -71,7 +79,7 @@ def test_crlf_yields_frame_without_cr_and_a_warning() -> None:
     out = run([b'{"a":1}\r\n'])
     assert out[-1] == RawFrame(b'{"a":1}', crlf=True)
     (v,) = violations(out)
-    assert v.clause_id == CLAUSE_NEWLINE and v.severity == "warning"
+    assert v.clause_id == CLAUSE_STRICT and v.severity == "warning"
     assert "CRLF" in v.message
 
 
@@ -80,7 +88,7 @@ def test_blank_line_is_a_warning_and_not_a_frame(blank: bytes) -> None:
     out = run([b'{"a":1}\n' + blank + b'{"b":2}\n'])
     assert frames(out) == [b'{"a":1}', b'{"b":2}']
     (v,) = violations(out)
-    assert (v.clause_id, v.severity) == (CLAUSE_NEWLINE, "warning")
+    assert (v.clause_id, v.severity) == (CLAUSE_STRICT, "warning")
     assert "blank line" in v.message
 
 
@@ -91,7 +99,8 @@ def test_overlong_line_is_one_violation_and_later_frames_survive(chunk: int) -> 
     out = run([data[i : i + chunk] for i in range(0, len(data), chunk)], cap)
     assert frames(out) == [b'{"ok":1}', b'{"ok":2}', b'{"ok":3}']
     (v,) = violations(out)
-    assert v.clause_id == CLAUSE_NEWLINE and v.severity == "error"
+    # Over our cap is our limit (RFC 8259 § 9), not a breach of the peer's: transport.frame-limit (a MAY).
+    assert v.clause_id == CLAUSE_LIMIT and v.severity == "error"
     assert f"frame cap of {cap} bytes" in v.message
 
 

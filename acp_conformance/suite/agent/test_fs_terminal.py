@@ -44,7 +44,9 @@ def judge_unreleased(acp: AgentHarness, conn: Connection, when: str) -> None:
     )
 
 
-@pytest.mark.clause("fs.read.shape", "fs.write.shape", "term.create.shape", "term.agent-releases")
+@pytest.mark.clause(
+    "fs.read.shape", "fs.write.shape", "term.create.shape", "term.agent-releases", "session.lines.one-based"
+)
 async def test_fs_and_terminal_calls(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
     async with acp_agent.connect(permission="allow_once") as conn:
         sid = await new_session(acp_agent, conn)
@@ -70,14 +72,13 @@ async def test_fs_and_terminal_calls(acp_agent: AgentHarness, request: pytest.Fi
             )
             if method == "fs/read_text_file":
                 zero = [r for r in calls if isinstance(r.params, dict) and r.params.get("line") == 0]
-                if zero:
-                    # Schema-valid (minimum 0) but lines count from 1: flagged, not failed.
-                    acp_agent.record(
-                        clause,
-                        Status.WARN,
-                        f"fs/read_text_file with line 0 (lines are 1-based): {zero[0].raw[:160]!r}",
-                        acp_agent.evidence(),
-                    )
+                # Schema-valid (minimum 0) but lines count from 1 (no BCP 14 keyword: a SHOULD).
+                acp_agent.check(
+                    "session.lines.one-based",
+                    not zero,
+                    f"1-based line numbers in all {len(calls)} fs/read_text_file call(s)",
+                    f"fs/read_text_file with line 0: {zero[0].raw[:160]!r}" if zero else "",
+                )
         if not conn.client.terminals.terminals:
             what = "started no command in a client terminal (terminal/create)"
             reason = no_tool_reason(events, sid, turn.start_event, what=what)

@@ -13,7 +13,6 @@ import os
 import sys
 import tempfile
 import uuid
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,7 @@ from acp_conformance.client import Turn
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event, Notification, Request, Response
 from acp_conformance.errors import PeerTimeout
-from acp_conformance.harness import AcpSpecWarning, AgentHarness, Connection
+from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, not_applicable
 
@@ -78,13 +77,6 @@ def blocked_by_auth(acp: AgentHarness, conn: Connection) -> NoReturn:
 def check_auth(acp: AgentHarness, conn: Connection, resp: Response | None) -> None:
     if resp is not None and error_code(resp) == AUTH_REQUIRED:
         blocked_by_auth(acp, conn)
-
-
-def warn(acp: AgentHarness, clause: str, expected: str, actual: str) -> None:
-    """A WARN for a finding the registry grades below its clause's level."""
-    message = f"expected {expected}; observed {actual}"
-    acp.record(clause, Status.WARN, message, acp.evidence())
-    warnings.warn(AcpSpecWarning(f"[{clause}] {message}"), stacklevel=2)
 
 
 async def authenticate_if_configured(acp: AgentHarness, conn: Connection) -> None:
@@ -332,8 +324,8 @@ async def _load(acp: AgentHarness, conn: Connection, sid: str, cwd: str, where: 
 def _judge_load(acp: AgentHarness, load: _Load, sid: str, turns: Sequence[tuple[str, Sequence[Json]]]) -> None:
     result = load.resp.result
     if result is None:
-        # The docs' example answers null; the schema wants an object (registry note: a warning only).
-        warn(acp, "session.load.response", "an object result (LoadSessionResponse)", f"result null {load.where}")
+        # The docs' example answers null; the schema wants an object: schema.null-result (a SHOULD).
+        acp.check("schema.null-result", False, "an object result (LoadSessionResponse)", f"result null {load.where}")
     else:
         acp.check(
             "session.load.response",
@@ -400,6 +392,7 @@ def _unknown_session_error(resp: Response) -> bool:
 
 @pytest.mark.clause(
     "session.load.response",
+    "schema.null-result",
     "session.load.replay-session-id",
     "session.load.replay-before-response",
     "session.load.replay-all",

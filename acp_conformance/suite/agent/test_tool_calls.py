@@ -12,6 +12,7 @@ The helpers at the top are shared by the other turn-level suites
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -21,6 +22,7 @@ from acp_conformance.checks import PASSIVE_CLAUSES
 from acp_conformance.checks.turns import (
     STOP_REASONS,
     diff_path_problems,
+    diff_semantics_problems,
     embedded_after_release,
     late_turn_output,
     location_problems,
@@ -38,6 +40,7 @@ from acp_conformance.checks.turns import (
 )
 from acp_conformance.client import PermissionCall, Turn
 from acp_conformance.core.events import Event, Notification, Request, Response
+from acp_conformance.core.ids import same_id
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
@@ -88,7 +91,7 @@ def passive_bookkeeping(acp_agent: AgentHarness, request: pytest.FixtureRequest)
 
 
 def is_prompt_response(rid: Any) -> Callable[[Event], bool]:
-    return lambda e: isinstance(e, Response) and e.method == "session/prompt" and e.id == rid
+    return lambda e: isinstance(e, Response) and e.method == "session/prompt" and same_id(e.id, rid)
 
 
 async def round_trip(conn: Connection, *, also: Callable[[Event], bool] | None = None) -> Event:
@@ -98,7 +101,7 @@ async def round_trip(conn: Connection, *, also: Callable[[Event], bool] | None =
     rid = await conn.peer.send_request(PING, {"purpose": "round trip"})
 
     def done(e: Event) -> bool:
-        return (isinstance(e, Response) and e.method == PING and e.id == rid) or (also is not None and also(e))
+        return (isinstance(e, Response) and e.method == PING and same_id(e.id, rid)) or (also is not None and also(e))
 
     return await conn.peer.wait_for(done, start=mark, what=f"an answer to our {PING} request")
 
@@ -168,6 +171,8 @@ TOOL_CLAUSES = (
     "tool.diff.semantics",
     "tool.terminal.embed-before-release",
     "prompt.tool-in-progress",
+    "session.lines.one-based",
+    "session.paths.absolute",
 )
 
 
@@ -252,7 +257,8 @@ async def test_tool_calls_are_reported_consistently(acp_agent: AgentHarness, req
             reason = no_tool_reason(events, sid, what="asked no permission we could grant")
             record(acp_agent, Status.NOT_APPLICABLE, reason, "prompt.tool-in-progress")
 
-        # MUST-level.
+        # MUST-level: independent judgements of the same traffic, so none stops the others
+        # (the test fails at the end if any did).
         announced = [m for m in mentions if m.source == "tool_call"]
         if len(announced) >= 2:
             problems = reused_tool_call_ids(mentions)
@@ -261,6 +267,7 @@ async def test_tool_calls_are_reported_consistently(acp_agent: AgentHarness, req
                 not problems,
                 f"{len(announced)} tool_call announcements in one session, each with its own toolCallId",
                 "; ".join(problems[:3]),
+                stop=False,
             )
         else:
             reason = f"the agent announced {len(announced)} tool call(s) in two tool turns; uniqueness needs two"
@@ -272,20 +279,41 @@ async def test_tool_calls_are_reported_consistently(acp_agent: AgentHarness, req
                 not relative,
                 f"absolute paths in all {seen} tool call location(s)",
                 "; ".join(relative[:3]),
+                stop=False,
             )
-            if zero:
-                # Schema-valid (minimum 0) but meaningless: flagged, not failed.
-                acp_agent.record("tool.location.shape", Status.WARN, "; ".join(zero[:3]), acp_agent.evidence())
+            # Schema-valid (minimum 0) but lines count from 1 (no BCP 14 keyword: a SHOULD).
+            acp_agent.check(
+                "session.lines.one-based",
+                not zero,
+                f"1-based line numbers in all {seen} tool call location(s)",
+                "; ".join(zero[:3]),
+            )
         else:
             record(acp_agent, Status.NOT_APPLICABLE, "the agent reported no tool call locations", "tool.location.shape")
         seen, problems = diff_path_problems(mentions)
         if seen:
             acp_agent.check(
-                "tool.diff.semantics",
+                "session.paths.absolute",
                 not problems,
                 f"absolute paths in all {seen} diff(s)",
                 "; ".join(problems[:3]),
+                stop=False,
             )
+            root = str(conn.sandbox.root)
+            judged_diffs, problems = diff_semantics_problems(
+                events, mentions, lambda path: not (path == root or path.startswith(root + os.sep))
+            )
+            if judged_diffs:
+                acp_agent.check(
+                    "tool.diff.semantics",
+                    not problems,
+                    f"{judged_diffs} diff(s) of files the suite knows: no oldText for a new file, the complete "
+                    "written text as newText",
+                    "; ".join(problems[:3]),
+                )
+            else:
+                reason = "no diff of a file whose contents the suite knows (new in the session, or written via fs/*)"
+                record(acp_agent, Status.NOT_APPLICABLE, reason, "tool.diff.semantics")
         else:
             record(acp_agent, Status.NOT_APPLICABLE, "the agent reported no diff", "tool.diff.semantics")
         embeds = terminal_embeds(mentions)
@@ -296,6 +324,7 @@ async def test_tool_calls_are_reported_consistently(acp_agent: AgentHarness, req
                 not problems,
                 "every terminal embedded in a tool call before the agent released it",
                 "; ".join(problems[:3]),
+                stop=False,
             )
         else:
             reason = "the agent embedded no terminal in a tool call"

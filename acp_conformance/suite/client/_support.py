@@ -9,7 +9,7 @@ from typing import Any
 from acp_conformance.agent_endpoint import PromptTurn
 from acp_conformance.clauses import registry
 from acp_conformance.client_harness import ClientConnection, ClientHarness
-from acp_conformance.results import Status
+from acp_conformance.results import Status, breach_status
 from acp_conformance.suite._support import inconclusive, not_applicable
 
 __all__ = [
@@ -95,5 +95,4 @@ async def manual_check(acp: ClientHarness, clause: str, question: str) -> None:
     if answer == "y":
         acp.record(clause, Status.PASS, f"{question} yes")
     else:
-        status = Status.FAIL if registry().get(clause).mandatory else Status.WARN
-        acp.record(clause, status, f"{question} no")
+        acp.record(clause, breach_status(registry().get(clause)), f"{question} no")

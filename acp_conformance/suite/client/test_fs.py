@@ -83,7 +83,9 @@ async def test_read_text_file(acp_client: ClientHarness) -> None:
         await turn.end()
 
 
-@pytest.mark.clause("fs.write.create", "fs.write.response", "fs.read.response", "init.request.capabilities")
+@pytest.mark.clause(
+    "fs.write.create", "fs.write.response", "schema.null-result", "fs.read.response", "init.request.capabilities"
+)
 async def test_write_text_file(acp_client: ClientHarness) -> None:
     """Advertised fs.writeTextFile: a new file is really written (checked on disk and read back)."""
     require(acp_client, "prompt")
@@ -102,8 +104,8 @@ async def test_write_text_file(acp_client: ClientHarness) -> None:
             f"error {resp.error!r}",
         )
         if resp.result is None:
-            # The docs' example shows null; the schema wants {} (registry: a warning only).
-            acp_client.record("fs.write.response", Status.WARN, "result null; the schema wants an empty object {}")
+            # The docs' example shows null; the schema wants {}: schema.null-result (a SHOULD).
+            acp_client.check("schema.null-result", False, "an empty object result {}", "result null")
         else:
             acp_client.check(
                 "fs.write.response",

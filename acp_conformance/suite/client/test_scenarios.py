@@ -68,7 +68,7 @@ from acp_conformance.clauses import registry
 from acp_conformance.client_harness import ClientConnection, ClientHarness, Unsupported
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Request
-from acp_conformance.results import Status
+from acp_conformance.results import Status, adjust
 from acp_conformance.scenario.engine import Engine, Outcome, ScenarioResult, Settings, settle
 from acp_conformance.scenario.loader import library_dir, load_scenario
 from acp_conformance.scenario.model import (
@@ -292,12 +292,7 @@ def _where(result: ScenarioResult, outcome: Outcome) -> str:
 
 def _status_for(status: Status, clause: str) -> Status:
     """An outcome's status on one of its clauses (a missed SHOULD is a WARN, never a FAIL)."""
-    mandatory = registry().get(clause).mandatory
-    if status is Status.FAIL and not mandatory:
-        return Status.WARN
-    if status is Status.WARN and mandatory:
-        return Status.FAIL
-    return status
+    return adjust(registry().get(clause), status)
 
 
 def _record(acp: ClientHarness, result: ScenarioResult) -> None:
