@@ -603,7 +603,12 @@ class Peer:
         rid = await self.send_request(method, params, validate=validate, id=id)
         return await self.wait_response(rid, method=method, timeout=timeout)
 
-    async def wait_response(self, rid: Any, *, method: str = "request", timeout: float | None = None) -> Response:
+    async def wait_response(
+        self, rid: Any, *, method: str = "request", timeout: float | None = None, flag: bool = True
+    ) -> Response:
+        """The response to our request ``rid``.  No answer by the deadline (or before the peer
+        closed its output) is ``PeerTimeout`` / ``PeerExited`` and, unless ``flag`` is false (a
+        caller that judges the silence itself), a ``jsonrpc.every-request-answered`` violation."""
         key = jsonrpc.id_key(rid)
         limit = self.timeout if timeout is None else timeout
         self._leave_slot()
@@ -614,7 +619,8 @@ class Peer:
                     return resp
                 if self.closed.is_set():
                     msg = f"the peer closed its output before answering {method} (id {rid!r})"
-                    self.flag(C_ANSWERED, msg)
+                    if flag:
+                        self.flag(C_ANSWERED, msg)
                     raise PeerExited(msg, None, self.stderr_tail())
                 awaited = self._awaited.get(key)
                 if awaited is None:
@@ -622,7 +628,8 @@ class Peer:
                 await awaited.wait()
         msg = f"no response to {method} (id {rid!r}) within {limit:g} s{self._stall()}"
         self.note_unterminated()
-        self.flag(C_ANSWERED, msg)
+        if flag:
+            self.flag(C_ANSWERED, msg)
         raise PeerTimeout(msg, self.stderr_tail())
 
     async def request(

@@ -58,10 +58,11 @@ from acp_conformance import strategies as acp
 from acp_conformance.clauses import registry
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event, Response, Violation
+from acp_conformance.core.ids import id_key, same_id
 from acp_conformance.errors import AcpError, ConfigurationError, ConformanceFailure, PeerError, PeerTimeout
 from acp_conformance.harness import AcpSpecWarning
 from acp_conformance.peer import Peer
-from acp_conformance.results import Status
+from acp_conformance.results import Status, breach_status
 from acp_conformance.transcript import Transcript
 
 __all__ = [
@@ -111,6 +112,10 @@ ENV_REPLAY = "ACP_FUZZ_REPLAY"
 ENV_DATABASE = "ACP_FUZZ_DATABASE"
 
 C_ANSWERED = "jsonrpc.every-request-answered"
+#: Where a finding provoked by input the spec forbids us to send lands (a robustness SHOULD).
+C_SURVIVES = "jsonrpc.survives-invalid-input"
+#: Valid frames beyond the limits RFC 8259 § 9 lets an implementation set (depth, size, length).
+LIMIT_MUTATIONS = frozenset({"huge-string", "huge-array", "nesting", "deep-nesting"})
 C_PARSE = "jsonrpc.parse-error"
 C_INVALID_REQUEST = "jsonrpc.invalid-request"
 C_INVALID_PARAMS = "jsonrpc.invalid-params"
@@ -298,6 +303,9 @@ class Finding:
     example: str
     blob: str | None = None
     evidence: str = ""
+    #: False: seen once, but Hypothesis's replay of the example went otherwise (a timing-dependent
+    #: outcome). Such a finding is INCONCLUSIVE, never a FAIL or WARN: a verdict must recur.
+    recurred: bool = True
 
 
 class FuzzFinding(AssertionError):
@@ -345,12 +353,20 @@ def record_findings(
     tail = f" ({budget.describe()}; {ran} run" + (f", {skipped} not run: budget spent" if skipped else "") + ")"
     first_must: Finding | None = None
     for clause, f in seen.items():
-        mandatory = reg.get(clause).mandatory
         msg = f"{f.message}; {what}: {f.example}; {budget.replay_hint(f.blob, clause, key, role)}{tail}"
-        harness.record(clause, Status.FAIL if mandatory else Status.WARN, msg, f.evidence)
-        if mandatory and first_must is None:
+        if not f.recurred:
+            harness.record(
+                clause,
+                Status.INCONCLUSIVE,
+                f"seen once but did not recur on replay, so not a verdict (timing-dependent): {msg}",
+                f.evidence,
+            )
+            continue
+        status = breach_status(reg.get(clause))
+        harness.record(clause, status, msg, f.evidence)
+        if status is Status.FAIL and first_must is None:
             first_must = f
-        elif not mandatory:
+        elif status is Status.WARN:
             warnings.warn(AcpSpecWarning(f"[{clause}] {msg}"), stacklevel=2)
     for clause in clauses:
         if clause in seen:
@@ -426,6 +442,38 @@ class FrameFuzzer(ABC):
         """False: this frame cannot be judged on this connection (it is not run, nor counted)."""
         return True
 
+    def _gated(self, frame: acp.Frame, live: Live) -> str | None:
+        """Why a conforming sender may not send this frame on this connection although it is
+        schema-valid (a capability the peer did not advertise), or None."""
+        return None
+
+    def forbidden(self, frame: acp.Frame, live: Live) -> str | None:
+        """Why the spec forbids us to send this frame here, or None.  Findings it provokes are
+        robustness findings (``jsonrpc.survives-invalid-input``), never a MUST FAIL: transports.mdx
+        forbids writing anything that is not a valid ACP message, and RFC 8259 § 9 lets a receiver
+        set limits on depth, size and string length."""
+        if not frame.valid:
+            return f"that is not a valid ACP message ({frame.mutation or frame.kind})"
+        if frame.mutation in LIMIT_MUTATIONS:
+            return f"beyond the limits RFC 8259 § 9 lets an implementation set ({frame.mutation})"
+        return self._gated(frame, live)
+
+    def _attribute(self, frame: acp.Frame, live: Live, problems: list[acp.Problem]) -> list[acp.Problem]:
+        """Findings of a frame we were not allowed to send move to the robustness clause."""
+        why = self.forbidden(frame, live)
+        if why is None:
+            return problems
+        reg = registry()
+        out = []
+        for p in problems:
+            if breach_status(reg.get(p.clause)) is Status.FAIL:
+                p = acp.Problem(
+                    C_SURVIVES,
+                    f"{p.message}, after a frame {why}: a robustness finding (for valid input it would be {p.clause})",
+                )
+            out.append(p)
+        return out
+
     # ----------------------------------------------------------- lifecycle
     def start(self) -> None:
         self._deadline = time.monotonic() + self.budget.seconds
@@ -480,9 +528,10 @@ class FrameFuzzer(ABC):
             if not self._applicable(frame, self._live):
                 return
             expect = judge(frame, self._live) if judge else frame.expect
-            problems = self.portal.call(self._exchange, self._live, frame, expect)
+            problems = self._attribute(frame, self._live, self.portal.call(self._exchange, self._live, frame, expect))
             self.ran += 1
-            judged = {expect.clause, expect.missing_clause, C_ANSWERED}
+            survival = C_ANSWERED if self.forbidden(frame, self._live) is None else C_SURVIVES
+            judged = {expect.clause, expect.missing_clause, survival}
             if frame.trackable_id:
                 judged.add(expect.id_clause)
             for clause in judged:
@@ -548,11 +597,11 @@ class FrameFuzzer(ABC):
                 # It may take a while (a prompt turn, a real agent loading a session): wait for
                 # this answer itself, not only for the probes behind it. Silence is judged below
                 # by the frame's expectation ("no answer").
-                key = _key(rid)
+                key = id_key(rid)
 
                 def answered(ev: Event) -> bool:
                     return isinstance(ev, Response) and (
-                        _key(ev.id) == key or (expect.null_id_ok and ev.id is None and ev.is_error)
+                        id_key(ev.id) == key or (expect.null_id_ok and ev.id is None and ev.is_error)
                     )
 
                 with contextlib.suppress(PeerTimeout):
@@ -560,17 +609,25 @@ class FrameFuzzer(ABC):
             for _ in range(2):
                 # Never under the frame's own id: its answer would be taken for the probe's.
                 pid = peer.conn.next_request_id()
-                while frame.has_id and _key(pid) == _key(rid):
+                while frame.has_id and id_key(pid) == id_key(rid):
                     pid = peer.conn.next_request_id()
                 probe_ids.append(await peer.send_request(method, params, validate=validate, id=pid))
-                await peer.wait_response(probe_ids[-1], method=method, timeout=self.timeout)
+                # Not flagged on the transcript: this example judges it (a frame we were not
+                # allowed to send makes it a robustness finding, see ``_attribute``).
+                await peer.wait_response(probe_ids[-1], method=method, timeout=self.timeout, flag=False)
         except PeerError as exc:
-            # Already flagged where it was waited for; the connection is replaced before the next
-            # example, so its teardown need not wait for these answers all over again.
+            # The connection is replaced before the next example, so its teardown need not wait
+            # for these answers all over again.
             for pid in probe_ids:
                 peer.conn.forget_outgoing(pid)
             what = "closed its output" if peer.closed.is_set() else "stopped answering"
-            return [acp.Problem(C_ANSWERED, f"the {self.role} {what} after the frame ({exc.message})")]
+            window = peer.events[mark:]
+            came = [e.message for e in window if isinstance(e, Response) and isinstance(e.message, dict)]
+            problems = [p for p in expect.check(frame.answers(came)) if p.clause != expect.missing_clause]
+            why = self.forbidden(frame, live)
+            if why is not None:
+                _reattribute(live, frame, window, why)
+            return [*problems, acp.Problem(C_ANSWERED, f"the {self.role} {what} after the frame ({exc.message})")]
         finally:
             if tracked:
                 peer.conn.forget_outgoing(rid)
@@ -581,12 +638,49 @@ class FrameFuzzer(ABC):
         responses = [
             e
             for e in window
-            if isinstance(e, Response) and isinstance(e.message, dict) and _key(e.id) not in probe_keys
+            if isinstance(e, Response) and isinstance(e.message, dict) and id_key(e.id) not in probe_keys
         ]
         answers = frame.answers([e.message for e in responses])
         problems += expect.check(answers)
         _excuse(live, frame, window, responses)
+        why = self.forbidden(frame, live)
+        if why is not None:
+            _reattribute(live, frame, window, why)
         return problems
+
+
+def _reattribute(live: Live, frame: acp.Frame, window: list[Any], why: str) -> None:
+    """The peer's answers to a frame we were not allowed to send broke a MUST on the wire (an
+    error without an id for a line that is not JSON, say): on the transcript that becomes a
+    robustness finding too, so the stream-level judge does not FAIL what the example excuses."""
+    answers = {e.index for e in window if isinstance(e, Response)}
+    reg = registry()
+    moved = 0
+    transcript = live.conn.transcript
+    for v in window:
+        if not isinstance(v, Violation) or v.clause_id == C_SURVIVES or v.clause_id not in reg:
+            continue
+        if breach_status(reg.get(v.clause_id)) is not Status.FAIL:
+            continue
+        if v.index is not None and v.index not in answers:
+            continue  # a frame of the peer's own (an update, a request), not its answer to ours
+        new = Violation(C_SURVIVES, f"[{v.clause_id}] {v.message}, answering a frame {why}", v.severity, v.raw, v.index)
+        moved += _replace_violation(transcript, v, new)
+    if moved:
+        transcript.note(f"(fuzz) {moved} finding(s) on the answer to a frame {why} judged as robustness findings")
+
+
+def _replace_violation(transcript: Any, old: Violation, new: Violation) -> int:
+    n = 0
+    for i, v in enumerate(transcript.violations):
+        if v is old:
+            transcript.violations[i] = new
+            n = 1
+    for entry in transcript.entries:
+        for i, v in enumerate(entry.violations):
+            if v is old:
+                entry.violations[i] = new
+    return n
 
 
 def _excuse(live: Live, frame: acp.Frame, window: list[Any], responses: list[Response]) -> None:
@@ -598,7 +692,7 @@ def _excuse(live: Live, frame: acp.Frame, window: list[Any], responses: list[Res
         for r in responses
         # A request with a null id (discouraged, not forbidden) is rightly answered under null.
         if (r.id is not None or frame.id is None)
-        and _same(r.id, frame.id)
+        and same_id(r.id, frame.id)
         and (not frame.trackable_id or frame.mutation)
     }
     if not echo:
@@ -630,26 +724,6 @@ def _ids_in(data: bytes) -> list[Any]:
         except orjson.JSONDecodeError:
             continue
     return out
-
-
-def _key(rid: Any) -> tuple[str, Any]:
-    try:
-        return jsonrpc.id_key(rid)
-    except TypeError:
-        return ("o", repr(rid))
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        # An integer beyond 2**53 comes back as the nearest double from a JavaScript peer: the
-        # same number as far as JSON interoperability goes (RFC 8259 § 6).
-        try:
-            return a == b or float(a) == float(b)
-        except OverflowError:
-            return False
-    return type(a) is type(b) and bool(a == b)
 
 
 # ------------------------------------------------------------- campaigns
@@ -720,5 +794,5 @@ def _collect(exc: BaseException, seen: dict[str, Finding]) -> list[Finding]:
             raise exc
     if flaky and not out:
         # Seen failing, but not again on replay (a timing-dependent defect): report what was seen.
-        out = [replace(f, message=f"{f.message} (did not recur on replay)") for f in seen.values()]
+        out = [replace(f, recurred=False) for f in seen.values()]
     return out

@@ -42,6 +42,7 @@ from acp_conformance.suite._fuzz import (
     C_META,
     C_NOTIFICATION,
     C_PARSE,
+    C_SURVIVES,
     C_UNKNOWN,
     DEAD_SESSION,
     ENV_DATABASE,
@@ -85,6 +86,54 @@ __all__ = [
     "with_replay",
 ]
 
+#: Client requests gated by an agent capability (its dotted path in agentCapabilities).
+GATED_METHODS = {
+    "session/load": "loadSession",
+    "session/list": "sessionCapabilities.list",
+    "session/resume": "sessionCapabilities.resume",
+    "session/close": "sessionCapabilities.close",
+    "session/delete": "sessionCapabilities.delete",
+    "logout": "auth.logout",
+}
+#: Prompt content block types gated by a prompt capability.
+GATED_BLOCKS = {"image": "promptCapabilities.image", "audio": "promptCapabilities.audio"}
+
+
+def _has(caps: Any, path: str) -> bool:
+    node = caps
+    for part in path.split("."):
+        if not isinstance(node, dict) or node.get(part) in (None, False):
+            return False
+        node = node[part]
+    return True
+
+
+def gated_use(message: Any, caps: dict[str, Any]) -> str | None:
+    """What in ``message`` a client may not send to an agent advertising ``caps``, or None."""
+    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
+        return None
+    method, params = message["method"], message.get("params")
+    need = GATED_METHODS.get(method)
+    if need is not None and not _has(caps, need):
+        return f"that calls {method}, which the agent did not advertise ({need})"
+    if not isinstance(params, dict):
+        return None
+    if params.get("additionalDirectories") and not _has(caps, "sessionCapabilities.additionalDirectories"):
+        return "that carries additionalDirectories, which the agent did not advertise"
+    if method == "session/prompt" and isinstance(params.get("prompt"), list):
+        for block in params["prompt"]:
+            kind = block.get("type") if isinstance(block, dict) else None
+            if kind in GATED_BLOCKS and not _has(caps, GATED_BLOCKS[kind]):
+                return f"whose prompt holds an {kind} block the agent did not advertise ({GATED_BLOCKS[kind]})"
+            if kind == "resource" and not _has(caps, "promptCapabilities.embeddedContext"):
+                return "whose prompt embeds a resource the agent did not advertise (promptCapabilities.embeddedContext)"
+    for server in params.get("mcpServers") or []:
+        kind = server.get("type") if isinstance(server, dict) else None
+        if kind in ("http", "sse") and not _has(caps, f"mcpCapabilities.{kind}"):
+            return f"that names an MCP server of type {kind}, which the agent did not advertise"
+    return None
+
+
 #: A method no agent implements: the probe that proves the agent still answers.
 PROBE = "session/acp_conformance_fuzz_probe"
 _Live = Live
@@ -104,6 +153,12 @@ class AgentFrameFuzzer(FrameFuzzer):
 
     def _connect(self) -> AbstractContextManager[Any]:
         return live_connection(self.portal, self.acp, self.stream_failures)
+
+    def _gated(self, frame: acp.Frame, live: _Live) -> str | None:
+        """Schema-valid frames a conforming client may still not send to this agent: a method or a
+        field gated by a capability the agent did not advertise (session-setup.mdx, content.mdx)."""
+        caps = live.conn.client.agent_capabilities
+        return gated_use(frame.message, caps)
 
     async def _prepare(self, conn: Connection) -> _Live:
         peer = conn.peer
@@ -196,16 +251,16 @@ _SAFE = {
 
 
 # ------------------------------------------------------------------ tests
-@pytest.mark.clause(C_PARSE, C_ANSWERED)
+@pytest.mark.clause(C_PARSE, C_ANSWERED, C_SURVIVES)
 def test_fuzz_unparseable_lines(acp_agent: AgentHarness) -> None:
     """Lines that are not JSON (garbage, NUL, invalid UTF-8, cut frames, banners, 1 MiB lines)
     get -32700 with a null id; oddly framed JSON (CRLF, BOM, split writes) is still served."""
     base = _frames(kinds=["request"], overrides={"SessionId": st.just(DEAD_SESSION), **_SAFE})
     strategy = acp.byte_damage(base, huge_bytes=1024 * 1024)
-    run_campaign(acp_agent, "unparseable-lines", [C_PARSE, C_ANSWERED], strategy)
+    run_campaign(acp_agent, "unparseable-lines", [C_PARSE, C_ANSWERED, C_SURVIVES], strategy)
 
 
-@pytest.mark.clause(C_INVALID_REQUEST, C_ANSWERED)
+@pytest.mark.clause(C_INVALID_REQUEST, C_ANSWERED, C_SURVIVES)
 def test_fuzz_invalid_requests(acp_agent: AgentHarness) -> None:
     """JSON that is no request object ({}, scalars, null, no method, a non-string method, ids of
     the wrong type, a broken envelope) gets -32600, and the agent keeps serving."""
@@ -214,10 +269,10 @@ def test_fuzz_invalid_requests(acp_agent: AgentHarness) -> None:
         mutations=["not-a-request", "invalid-id", "envelope"],
         overrides={"SessionId": st.just(DEAD_SESSION), **_SAFE},
     )
-    run_campaign(acp_agent, "invalid-requests", [C_INVALID_REQUEST, C_ANSWERED], strategy)
+    run_campaign(acp_agent, "invalid-requests", [C_INVALID_REQUEST, C_ANSWERED, C_SURVIVES], strategy)
 
 
-@pytest.mark.clause(C_INVALID_PARAMS, C_ANSWERED)
+@pytest.mark.clause(C_INVALID_PARAMS, C_ANSWERED, C_SURVIVES)
 def test_fuzz_invalid_params(acp_agent: AgentHarness) -> None:
     """A request missing a required member, or with a member (or params) of the wrong type,
     gets -32602 (or -32601 for a method the agent does not implement), aimed at a live session."""
@@ -235,10 +290,10 @@ def test_fuzz_invalid_params(acp_agent: AgentHarness) -> None:
             codes.add(acp.METHOD_NOT_FOUND)
         return acp.Expect("required", frozenset(codes), result_ok=False, clause=C_INVALID_PARAMS)
 
-    run_campaign(acp_agent, "invalid-params", [C_INVALID_PARAMS, C_ANSWERED], strategy, judge)
+    run_campaign(acp_agent, "invalid-params", [C_INVALID_PARAMS, C_ANSWERED, C_SURVIVES], strategy, judge)
 
 
-@pytest.mark.clause(C_UNKNOWN, C_NOTIFICATION, C_ANSWERED)
+@pytest.mark.clause(C_UNKNOWN, C_NOTIFICATION, C_ANSWERED, C_SURVIVES)
 def test_fuzz_methods_and_notifications(acp_agent: AgentHarness) -> None:
     """Unknown methods (near misses, unicode, reserved prefixes) get -32601; no notification,
     valid or broken, known or unknown, is ever answered."""
@@ -246,10 +301,10 @@ def test_fuzz_methods_and_notifications(acp_agent: AgentHarness) -> None:
     unknown = acp.invalid_frames(sender="client", mutations=["unknown-method"], overrides=safe)
     notes = acp.frames(sender="client", kinds=["notification"], valid=None, unusual=True, overrides=safe)
     strategy = acp.evenly(unknown, notes)
-    run_campaign(acp_agent, "methods-and-notifications", [C_UNKNOWN, C_NOTIFICATION, C_ANSWERED], strategy)
+    run_campaign(acp_agent, "methods-and-notifications", [C_UNKNOWN, C_NOTIFICATION, C_ANSWERED, C_SURVIVES], strategy)
 
 
-@pytest.mark.clause(C_ID_TYPES, C_ANSWERED)
+@pytest.mark.clause(C_ID_TYPES, C_ANSWERED, C_SURVIVES)
 def test_fuzz_odd_ids(acp_agent: AgentHarness) -> None:
     """Requests with odd but valid ids (0, negative, int64 extremes, "", numeric-looking, unicode,
     64 KiB strings) are answered with exactly that id; a reused id does not wedge the agent."""
@@ -257,10 +312,10 @@ def test_fuzz_odd_ids(acp_agent: AgentHarness) -> None:
     odd = acp.frames(sender="client", kinds=["request"], mutations=["odd-id"], overrides=safe)
     dup = acp.invalid_frames(sender="client", mutations=["duplicate-id"], overrides=safe)
     strategy = acp.evenly(odd, odd, odd, dup)
-    run_campaign(acp_agent, "odd-ids", [C_ID_TYPES, C_ANSWERED], strategy)
+    run_campaign(acp_agent, "odd-ids", [C_ID_TYPES, C_ANSWERED, C_SURVIVES], strategy)
 
 
-@pytest.mark.clause(C_ANSWERED)
+@pytest.mark.clause(C_ANSWERED, C_SURVIVES)
 def test_fuzz_survives_unusual_frames(acp_agent: AgentHarness) -> None:
     """Valid but unusual frames (1 MiB strings, long arrays, deep nesting, RTL / zero-width /
     combining text, extension methods) and odd invalid ones (lone surrogates, unknown enum values,
@@ -278,7 +333,7 @@ def test_fuzz_survives_unusual_frames(acp_agent: AgentHarness) -> None:
         overrides=safe,
     )
     strategy = acp.evenly(valid, odd)
-    run_campaign(acp_agent, "unusual-frames", [C_ANSWERED], strategy)
+    run_campaign(acp_agent, "unusual-frames", [C_ANSWERED, C_SURVIVES], strategy)
 
 
 @pytest.mark.clause(C_META)
