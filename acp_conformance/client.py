@@ -6,6 +6,10 @@ the agent's requests by policy:
 * permission: allow once / always, reject, answer ``cancelled``, pick an
   option id, never answer, or *hold* the request until the test releases
   it (how races are forced deterministically instead of hoped for);
+* any other agent request (``fs/*``, ``terminal/*``) can be held too
+  (``hold_methods``), served only once the test releases it: while the suite
+  holds a request of a turn, that turn provably cannot have ended by itself
+  (``holding``), which is what makes a cancellation race judgeable;
 * fs: served from a sandbox rooted at the session cwd; paths outside it
   (``..``, absolute elsewhere, symlinks pointing out) are refused with an
   error and nothing outside is read or written;
@@ -19,9 +23,10 @@ is recorded as a violation of its gating clause and refused.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +41,7 @@ from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
 __all__ = [
     "ClientCapabilities",
     "ClientEndpoint",
+    "HeldRequest",
     "PermissionCall",
     "PermissionPolicy",
     "Sandbox",
@@ -433,6 +439,24 @@ class PermissionCall:
 
 
 @dataclass
+class HeldRequest:
+    """An agent request (``fs/*``, ``terminal/*``) the endpoint holds until the test releases it."""
+
+    request: Request
+    arrived_at_event: int
+    released_at_event: int | None = None
+    _release: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def session_id(self) -> Any:
+        return self.request.params.get("sessionId") if isinstance(self.request.params, dict) else None
+
+    @property
+    def released(self) -> bool:
+        return self._release.is_set()
+
+
+@dataclass
 class Turn:
     """One prompt turn as observed: the response and the updates before it."""
 
@@ -476,7 +500,19 @@ class ClientEndpoint:
         self.sessions: dict[str, dict[str, Any]] = {}
         self.permission_calls: list[PermissionCall] = []
         self.permission_arrived = anyio.Event()
+        #: Sessions whose running turn we cancelled: permission requests arriving for them are
+        #: answered ``cancelled``.  Per turn: an entry ends with the cancelled turn (its prompt
+        #: answered, ``is_cancelled``) or when a new prompt starts on the session.
         self.cancelled_sessions: set[str] = set()
+        self._cancelled_prompt: dict[str, Any] = {}
+        self._running_prompt: dict[str, Any] = {}
+        #: Methods (``fnmatch`` patterns such as ``fs/*``) whose requests are held until ``release``.
+        self.hold_methods: set[str] = set()
+        self.held: list[HeldRequest] = []
+        self.held_arrived = anyio.Event()
+        #: More things that can hold a turn open, asked by ``holding`` (e.g. a scripted model
+        #: endpoint streaming a reply it has not finished): each returns a reason or None.
+        self.hold_probes: list[Callable[[], str | None]] = []
         h = peer.handlers
         h["session/request_permission"] = self._on_permission
         h["fs/read_text_file"] = self._on_read
@@ -528,7 +564,80 @@ class ClientEndpoint:
         blocks = [{"type": "text", "text": prompt}] if isinstance(prompt, str) else prompt
         start = len(self.peer.events)
         rid = await self.peer.send_request("session/prompt", {"sessionId": session_id, "prompt": blocks})
+        self.note_prompt(session_id, rid)
         return rid, start
+
+    # ------------------------------------------------------------- per turn
+    def note_prompt(self, session_id: str, rid: Any) -> None:
+        """A new turn starts on the session: a cancel of an earlier turn no longer applies."""
+        self.cancelled_sessions.discard(session_id)
+        self._cancelled_prompt.pop(session_id, None)
+        self._running_prompt[session_id] = rid
+
+    def mark_cancelled(self, session_id: str) -> None:
+        """We sent ``session/cancel`` for the session's running turn (see ``is_cancelled``)."""
+        self.cancelled_sessions.add(session_id)
+        self._cancelled_prompt[session_id] = self._running_prompt.get(session_id)
+
+    def is_cancelled(self, session_id: Any) -> bool:
+        """Whether the session's current turn is one we cancelled.  Stale entries (the cancelled
+        turn has been answered since) are dropped: every piece of per-turn state ends with its turn."""
+        if session_id not in self.cancelled_sessions:
+            return False
+        rid = self._cancelled_prompt.get(session_id)
+        if rid is not None and not self.peer.conn.is_outstanding(rid):
+            self.cancelled_sessions.discard(session_id)
+            self._cancelled_prompt.pop(session_id, None)
+            return False
+        return True
+
+    def holding(self, session_id: Any) -> str | None:
+        """What the suite holds that keeps the session's turn from ending by itself, or None.
+
+        A request of the agent we have not answered (a permission request, or an ``fs/*`` /
+        ``terminal/*`` request held with ``hold_methods``): an agent waiting for our answer
+        cannot have finished its turn.  Or a probe's reason (a scripted model stream the
+        suite controls, still open)."""
+        for call in self.permission_calls:
+            if call.session_id == session_id and call.outcome is None:
+                return f"its session/request_permission (id {call.request.id!r}) was unanswered, held by the suite"
+        for held in self.held:
+            if held.session_id == session_id and not held.released:
+                return f"its {held.request.method} (id {held.request.id!r}) was unanswered, held by the suite"
+        for probe in self.hold_probes:
+            reason = probe()
+            if reason:
+                return reason
+        return None
+
+    async def wait_held(self, timeout: float | None = None, index: int = 0) -> HeldRequest:
+        """Wait for the ``index``-th held request of this connection."""
+        limit = self.peer.timeout if timeout is None else timeout
+        with anyio.move_on_after(limit):
+            while len(self.held) <= index:
+                await self.held_arrived.wait()
+            return self.held[index]
+        raise PeerTimeout(f"the agent sent no held request within {limit:g} s", self.peer.stderr_tail())
+
+    def release(self, held: HeldRequest) -> None:
+        """Serve a held request now (its handler answers it as it would have)."""
+        if not held.released:
+            held.released_at_event = len(self.peer.events)
+            held._release.set()
+
+    def release_all(self) -> None:
+        for held in self.held:
+            self.release(held)
+
+    async def _hold(self, req: Request) -> None:
+        """Hold ``req`` until the test releases it, if its method is held."""
+        if not any(fnmatch.fnmatchcase(req.method, pattern) for pattern in self.hold_methods):
+            return
+        held = HeldRequest(req, len(self.peer.events))
+        self.held.append(held)
+        ev, self.held_arrived = self.held_arrived, anyio.Event()
+        ev.set()
+        await held._release.wait()
 
     async def finish_turn(self, session_id: str, rid: Any, start: int, timeout: float | None = None) -> Turn:
         resp = await self.peer.wait_response(rid, method="session/prompt", timeout=timeout)
@@ -552,7 +661,7 @@ class ClientEndpoint:
     async def cancel(self, session_id: str, *, answer_pending: bool = True) -> None:
         """Send ``session/cancel``; a conforming client then answers every
         pending permission request of that session with ``cancelled``."""
-        self.cancelled_sessions.add(session_id)
+        self.mark_cancelled(session_id)
         await self.peer.notify("session/cancel", {"sessionId": session_id})
         if answer_pending:
             for call in self.permission_calls:
@@ -582,7 +691,7 @@ class ClientEndpoint:
         self.permission_calls.append(call)
         ev, self.permission_arrived = self.permission_arrived, anyio.Event()
         ev.set()
-        if call.session_id in self.cancelled_sessions:
+        if self.is_cancelled(call.session_id):
             # A conforming client answers requests arriving after its cancel with cancelled.
             await self.answer_permission(call, {"outcome": "cancelled"})
             return NO_ANSWER
@@ -612,6 +721,7 @@ class ClientEndpoint:
 
     async def _on_read(self, req: Request) -> Any:
         self._gate(req, self.capabilities.fs_read, "fs.read.gated", "fs.readTextFile")
+        await self._hold(req)
         p = self._params(req)
         self._check_path(req, p.get("path"), "fs.read.shape")
         if self.sandbox is None:
@@ -620,6 +730,7 @@ class ClientEndpoint:
 
     async def _on_write(self, req: Request) -> Any:
         self._gate(req, self.capabilities.fs_write, "fs.write.gated", "fs.writeTextFile")
+        await self._hold(req)
         p = self._params(req)
         self._check_path(req, p.get("path"), "fs.write.shape")
         if self.sandbox is None:
@@ -630,6 +741,7 @@ class ClientEndpoint:
     # -------------------------------------------------------------- terminal
     async def _on_term_create(self, req: Request) -> Any:
         self._gate(req, self.capabilities.terminal, "term.gated", "terminal")
+        await self._hold(req)
         p = self._params(req)
         cwd = p.get("cwd")
         if isinstance(cwd, str) and not os.path.isabs(cwd):
@@ -638,6 +750,7 @@ class ClientEndpoint:
 
     async def _on_term_output(self, req: Request) -> Any:
         self._gate(req, self.capabilities.terminal, "term.gated", "terminal")
+        await self._hold(req)
         t = self.terminals.get(self._params(req).get("terminalId"))
         output, truncated = self.terminals.truncate(t.output, t.limit)
         result: dict[str, Any] = {"output": output, "truncated": truncated}
@@ -647,16 +760,19 @@ class ClientEndpoint:
 
     async def _on_term_wait(self, req: Request) -> Any:
         self._gate(req, self.capabilities.terminal, "term.gated", "terminal")
+        await self._hold(req)
         t = self.terminals.get(self._params(req).get("terminalId"))
         return {"exitCode": t.exit_code, "signal": t.signal}
 
     async def _on_term_kill(self, req: Request) -> Any:
         self._gate(req, self.capabilities.terminal, "term.gated", "terminal")
+        await self._hold(req)
         self.terminals.get(self._params(req).get("terminalId"))
         return {}
 
     async def _on_term_release(self, req: Request) -> Any:
         self._gate(req, self.capabilities.terminal, "term.gated", "terminal")
+        await self._hold(req)
         self.terminals.get(self._params(req).get("terminalId")).released = True
         return {}
 

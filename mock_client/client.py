@@ -112,7 +112,7 @@ class MockClient:
         async def on_permission(req: Request) -> Any:
             result = await self.handle_permission(req, original_permission)
             if self.options.cancel_after_permission and self.current_turn is not None and self.session_id:
-                if self.session_id not in endpoint.cancelled_sessions:
+                if not endpoint.is_cancelled(self.session_id):
                     peer.start_soon(self.cancel_turn)
             return result
 
@@ -226,6 +226,7 @@ class MockClient:
     async def run_turn(self, session_id: str, text: str) -> dict[str, Any]:
         blocks = self.prompt_blocks(text)
         rid = await self.peer.send_request("session/prompt", {"sessionId": session_id, "prompt": blocks})
+        self.endpoint.note_prompt(session_id, rid)
         self.current_turn = rid
         try:
             resp = await self.peer.wait_response(rid, method="session/prompt", timeout=self.options.timeout)
@@ -249,7 +250,7 @@ class MockClient:
         sid = self.session_id
         if sid is None or self.current_turn is None:
             return
-        self.endpoint.cancelled_sessions.add(sid)
+        self.endpoint.mark_cancelled(sid)
         await self.send_cancel(sid)
         await self.answer_pending_permissions(sid)
 

@@ -395,6 +395,9 @@ class PreparedProfile:
         head = "peer profile: " + ", ".join(f"{k}={v}" for k, v in self.hints.items())
         return head + "\n" + self.stub.evidence()
 
+    def holding(self) -> str | None:
+        return self.stub.holding()
+
 
 def profile_setup(
     profile: AgentProfile | None,

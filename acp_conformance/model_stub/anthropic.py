@@ -134,6 +134,9 @@ class AnthropicApi:
     def __init__(self, script: Script) -> None:
         self.script = script
         self._n = 0
+        #: Slow streams (``SlowText``) being written now: while one is open, the turn that asked
+        #: for it cannot have ended by itself (``ModelStub.holding``).
+        self.slow_open = 0
 
     async def __call__(self, req: HttpRequest, resp: Responder) -> None:
         self._n += 1
@@ -264,6 +267,13 @@ class AnthropicApi:
         return await resp.event("content_block_stop", {"type": "content_block_stop", "index": index})
 
     async def _slow(self, resp: Responder, index: int, part: SlowText) -> tuple[bool, int]:
+        self.slow_open += 1
+        try:
+            return await self._slow_stream(resp, index, part)
+        finally:
+            self.slow_open -= 1
+
+    async def _slow_stream(self, resp: Responder, index: int, part: SlowText) -> tuple[bool, int]:
         if not await resp.event(
             "content_block_start",
             {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},

@@ -162,6 +162,9 @@ class OpenAIResponsesApi:
     def __init__(self, script: Script) -> None:
         self.script = script
         self._n = 0
+        #: Slow streams (``SlowText``) being written now: while one is open, the turn that asked
+        #: for it cannot have ended by itself (``ModelStub.holding``).
+        self.slow_open = 0
 
     async def __call__(self, req: HttpRequest, resp: Responder) -> None:
         self._n += 1
@@ -332,6 +335,15 @@ class OpenAIResponsesApi:
         return done, ok
 
     async def _slow(
+        self, s: _Stream | None, resp: Responder, slow: SlowText, where: dict[str, Any], sent: list[str]
+    ) -> bool:
+        self.slow_open += 1
+        try:
+            return await self._slow_stream(s, resp, slow, where, sent)
+        finally:
+            self.slow_open -= 1
+
+    async def _slow_stream(
         self, s: _Stream | None, resp: Responder, slow: SlowText, where: dict[str, Any], sent: list[str]
     ) -> bool:
         resp.watch_client()

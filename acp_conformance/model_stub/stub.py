@@ -59,6 +59,7 @@ class ModelStub:
         # Rules count their uses (``times``): every endpoint gets its own copy.
         self.script = copy.deepcopy(script) if script is not None else default_script(self.kind)
         api = AnthropicApi(self.script) if self.kind == "anthropic" else OpenAIResponsesApi(self.script)
+        self.api = api
         self.server = StubServer(api, port=port)
         self.log = log
         if log is not None:
@@ -105,6 +106,16 @@ class ModelStub:
         else:
             env.update(OPENAI_BASE_URL=self.base_url, OPENAI_API_KEY=DUMMY_KEY)
         return env
+
+    def holding(self) -> str | None:
+        """Why a turn of the agent cannot have ended by itself right now, or None: the stub is
+        streaming a slow reply (``acp:long``) it ends only when the agent goes away."""
+        if self.api.slow_open:
+            return (
+                f"the scripted model endpoint was still streaming {self.api.slow_open} slow reply(ies) to the agent "
+                "(held by the suite: a slow reply ends only when the agent disconnects)"
+            )
+        return None
 
     def evidence(self, last: int = 40) -> str:
         reqs = self.requests
@@ -166,6 +177,9 @@ class PreparedStub:
 
     def evidence(self) -> str:
         return self.stub.evidence()
+
+    def holding(self) -> str | None:
+        return self.stub.holding()
 
 
 def model_stub_setup(

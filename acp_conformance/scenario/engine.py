@@ -45,10 +45,11 @@ from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout
 from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
-from acp_conformance.results import ClauseResult, Status, combine
+from acp_conformance.results import ClauseResult, Status, adjust, breach_status, combine
 from acp_conformance.scenario.loader import default_seed
 from acp_conformance.scenario.match import Mismatch, TemplateError, describe, lookup, match, parse_expr, render
 from acp_conformance.scenario.model import (
+    MODEL_STREAM,
     PERMISSION_POLICIES,
     AnswerStep,
     CallSpec,
@@ -190,6 +191,8 @@ class ScenarioResult:
             return "fail"
         if self.end in ("inconclusive", "not_applicable"):
             return self.end
+        if any(o.status is Status.INCONCLUSIVE for o in self.outcomes):
+            return "inconclusive"  # an expectation could not be judged (e.g. a race nothing held)
         return "pass"
 
     def exit_status(self) -> int:
@@ -240,11 +243,7 @@ class ScenarioResult:
 
 
 def _per_clause(status: Status, cid: str, reg: Any) -> Status:
-    if status is Status.FAIL and not reg.get(cid).mandatory:
-        return Status.WARN
-    if status is Status.WARN and reg.get(cid).mandatory:
-        return Status.FAIL
-    return status
+    return adjust(reg.get(cid), status)
 
 
 class _Stop(Exception):
@@ -295,6 +294,10 @@ class Engine:
             **{k: self.settings.prompts.get(k, v) for k, v in _DEFAULT_PROMPTS.items()},
         }
         self.requests: dict[str, Any] = {}
+        #: send name (with held_by) -> what held the peer's turn open when it went out (None: nothing)
+        self.held: dict[str, str | None] = {}
+        #: names an expectation should have captured but did not (it failed without stopping)
+        self.missing: set[str] = set()
         self.request_methods: dict[str, str] = {}
         self.anchors: dict[str, int] = {}
         #: our request name -> number of events when it was sent (its response comes later)
@@ -334,6 +337,10 @@ class Engine:
             try:
                 await self._step(step, path, br)
             except (TemplateError, LocalProtocolError) as exc:
+                gone = [n for n in self.missing if repr(n) in str(exc) or f"{{{{{n}" in str(exc)]
+                if gone:
+                    where = self._where(path)
+                    raise _Stop("inconclusive", f"{where}: not reached: {gone[0]!r} never arrived") from None
                 raise _Stop("error", f"{self._where(path)}: {exc}") from None
             except PeerExited as exc:
                 # We could not send: the peer is gone; nothing after this step can be judged.
@@ -344,6 +351,8 @@ class Engine:
             sp = step.send
             if sp.while_pending is not None:
                 await self._still_pending(sp.while_pending, path, sp.round_trip)
+            if sp.held_by is not None and sp.as_ is not None:
+                self.held[sp.as_] = self._holding(sp.held_by)
             if sp.request is not None:
                 await self._send_request(sp.request, sp.params, sp.id, sp.as_, sp.validate_)
             else:
@@ -352,8 +361,8 @@ class Engine:
                 sid = params.get("sessionId") if isinstance(params, dict) else None
                 if sp.notification == "session/cancel" and self.endpoint is not None and isinstance(sid, str):
                     # The endpoint then answers permission requests arriving later with cancelled,
-                    # as a conforming client does (unless the scenario holds them).
-                    self.endpoint.cancelled_sessions.add(sid)
+                    # as a conforming client does (unless the scenario holds them), until that turn ends.
+                    self.endpoint.mark_cancelled(sid)
                 await self.peer.notify(sp.notification, params, validate=sp.validate_)
         elif isinstance(step, CallStep):
             await self._call(step.call, path, br)
@@ -434,6 +443,10 @@ class Engine:
         if method == "initialize" and self.endpoint is not None and isinstance(params, dict):
             self.endpoint.capabilities = _client_caps(params.get("clientCapabilities"))
         sent = await self.peer.send_request(method, params, id=explicit, validate=validate)
+        if method == "session/prompt" and self.endpoint is not None and isinstance(params, dict):
+            sid = params.get("sessionId")
+            if isinstance(sid, str):
+                self.endpoint.note_prompt(sid, sent)  # a new turn: an earlier cancel no longer applies
         if name:
             self.requests[name] = sent
             self.request_methods[name] = method
@@ -444,6 +457,46 @@ class Engine:
                 message["params"] = params
             self._set(name, message)
         return sent
+
+    def _holding(self, names: list[str]) -> str | None:
+        """What of ``names`` holds the peer's turn open right now (the first that does), or None:
+        a captured request of the peer we have not answered, or (``model_stream``) a hold probe
+        of the runner (a slow reply of its scripted model endpoint)."""
+        pending = {jsonrpc.id_key(rid) for rid, _ in self.peer.conn.pending_incoming}
+        for name in names:
+            if name == MODEL_STREAM:
+                probes = self.endpoint.hold_probes if self.endpoint is not None else []
+                for probe in probes:
+                    reason = probe()
+                    if reason:
+                        return reason
+                continue
+            req = self.inbound.get(name)
+            if req is not None and jsonrpc.id_key(req.id) in pending:
+                return f"the peer's {req.method} (id {req.id!r}, captured as {name}) was unanswered, held by us"
+        return None
+
+    def _unheld(self, spec: Any, path: str, kind: str, message: str, near: list[Event]) -> bool:
+        """A race expectation whose send nothing held: record it INCONCLUSIVE (True), or False to
+        judge it (its turn was held open, so the order is proven)."""
+        race = getattr(spec, "race", None)
+        if race is None or self.held.get(race) is not None:
+            return False
+        self._record(
+            list(spec.clause or []),
+            path,
+            kind,
+            Status.INCONCLUSIVE,
+            f"{self._where(path)}: {message} - not judged: nothing held the peer's turn open when {race!r} went "
+            "out, so the turn may have ended before it reached the peer",
+            self._evidence(near),
+        )
+        return True
+
+    def _held_note(self, spec: Any) -> str:
+        race = getattr(spec, "race", None)
+        held = self.held.get(race) if race is not None else None
+        return f" (the turn could not have ended by itself when {race!r} went out: {held})" if held else ""
 
     async def _still_pending(self, name: str, path: str, round_trip: bool = True) -> None:
         """The race precondition of ``while_pending``: OUR request ``name`` is still unanswered.
@@ -887,7 +940,10 @@ class Engine:
             )
             raise _Stop("inconclusive", f"{self._where(path)}: the frame checked was garbled ({', '.join(clauses)})")
         near = [frame] if frame is not None else []
-        self._judge_failure(spec.clause or [], path, "check", f"expected {what}; observed {miss}", near, True)
+        message = f"expected {what}; observed {miss}"
+        if self._unheld(spec, path, "check", message, near):
+            return
+        self._judge_failure(spec.clause or [], path, "check", message + self._held_note(spec), near, True)
 
     def _violations_on(self, frame: Event) -> list[Violation]:
         index = getattr(frame, "index", None)
@@ -1015,6 +1071,12 @@ class Engine:
     ) -> None:
         near = near or []
         message = f"expected {what}; observed {why}"
+        as_ = getattr(spec, "as_", None)
+        if as_:
+            self.missing.add(as_)
+        if self._unheld(spec, path, _KIND_OF[type(spec)], message, near):
+            return
+        message += self._held_note(spec)
         precondition = getattr(spec, "precondition", None)
         if precondition is not None:
             raise _Stop(
@@ -1040,13 +1102,13 @@ class Engine:
         self, clauses: list[str], path: str, kind: str, message: str, near: list[Event], stop: bool
     ) -> None:
         evidence = self._evidence(near)
-        mandatory = [c for c in clauses if self.reg.get(c).mandatory]
-        optional = [c for c in clauses if c not in mandatory]
         where = self._where(path)
-        if mandatory:
-            self._record(mandatory, path, kind, Status.FAIL, f"{where}: {message}", evidence)
-        if optional:
-            self._record(optional, path, kind, Status.WARN, f"{where}: {message}", evidence)
+        by_status: dict[Status, list[str]] = {}
+        for c in clauses:
+            by_status.setdefault(breach_status(self.reg.get(c)), []).append(c)
+        mandatory = by_status.get(Status.FAIL, [])
+        for status, group in by_status.items():
+            self._record(group, path, kind, status, f"{where}: {message}", evidence)
         if mandatory and stop:
             raise _Stop("failed", f"[{mandatory[0]}] {where}: {message}")
 

@@ -34,6 +34,7 @@ from acp_conformance.scenario.match import (
     template_roots,
 )
 from acp_conformance.scenario.model import (
+    MODEL_STREAM,
     STEP_KINDS,
     AnswerStep,
     CallStep,
@@ -326,6 +327,8 @@ class _Checker:
         self.tested_role = "agent" if scenario.plays == "client" else "client"
         #: name -> what it is: "request" (ours), "inbound" (a captured inbound frame), "value"
         self.names: dict[str, str] = {n: "value" for n in (*BUILTINS, *scenario.vars)}
+        #: Names of sends that carry held_by (what race: may refer to).
+        self.held_sends: set[str] = set()
 
     def at(self, path: str, msg: str) -> None:
         tup = _step_tuple(path)
@@ -403,6 +406,13 @@ class _Checker:
         elif got not in kinds:
             self.at(path, f"{what} {name!r} names {_KIND_WORDS[got]}, not {' or '.join(_KIND_WORDS[k] for k in kinds)}")
 
+    def _race(self, path: str, name: str | None) -> None:
+        if name is None:
+            return
+        self._ref(path, name, ("race", "request"), "race:")
+        if name in self.names and name not in self.held_sends:
+            self.at(path, f"race: {name!r} names a send without held_by (nothing to prove the order with)")
+
     # --------------------------------------------------------------- steps
     def _steps(self, steps: list[Any], prefix: str) -> None:
         for i, step in enumerate(steps):
@@ -415,8 +425,13 @@ class _Checker:
             self._templates(sp.id, path)
             if sp.while_pending is not None:
                 self._ref(path, sp.while_pending, ("request",), "while_pending:")
+            for held in sp.held_by or []:
+                if held != MODEL_STREAM:
+                    self._ref(path, held, ("inbound",), "held_by:")
             if sp.as_:
-                self.names[sp.as_] = "request"
+                self.names[sp.as_] = "race" if sp.notification is not None else "request"
+                if sp.held_by is not None:
+                    self.held_sends.add(sp.as_)
         elif isinstance(step, CallStep):
             cp = step.call
             self._clauses(path, cp.clause)
@@ -434,6 +449,7 @@ class _Checker:
             self._ref(path, ep.response, ("request",), "response:")
             self._ref(path, ep.after, ("request", "inbound"), "after:")
             self._ref(path, ep.before, ("request", "inbound"), "before:")
+            self._race(path, ep.race)
             self._templates(ep.response_id, path)
             for pat in (ep.params, ep.result, ep.error):
                 self._pattern(path, pat)
@@ -456,6 +472,7 @@ class _Checker:
         elif isinstance(step, CheckStep):
             cp2 = step.check
             self._clauses(path, cp2.clause)
+            self._race(path, cp2.race)
             self._templates("{{" + cp2.ref + "}}", path)
             self._pattern(path, cp2.matches)
             for name in captures_in(cp2.matches):
@@ -508,13 +525,18 @@ class _Checker:
         return out
 
 
-_KIND_WORDS = {"request": "one of our requests", "inbound": "a captured frame of the peer", "value": "a value"}
+_KIND_WORDS = {
+    "request": "one of our requests",
+    "inbound": "a captured frame of the peer",
+    "value": "a value",
+    "race": "a notification we sent",
+}
 
 
 def _defines(step: Any) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     if isinstance(step, SendStep) and step.send.as_:
-        out.append((step.send.as_, "request"))
+        out.append((step.send.as_, "race" if step.send.notification is not None else "request"))
     elif isinstance(step, CallStep):
         if step.call.as_:
             out.append((step.call.as_, "request"))

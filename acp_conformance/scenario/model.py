@@ -227,15 +227,36 @@ class SendSpec(_Model):
         description="with while_pending: prove it with a round trip first (default); false judges only what has "
         "arrived, for races where any delay would let the peer move on",
     )
+    held_by: list[Name] | None = Field(
+        None,
+        description="what holds the peer's turn open when this goes out: captured requests of the peer that we "
+        "have not answered (held with answers: hold), or model_stream (a slow reply of the runner's scripted "
+        "model endpoint). Name this send with `as`; an expectation with race: NAME then FAILs only if one of "
+        "them still held the turn when this went out, and is INCONCLUSIVE otherwise",
+    )
 
     @model_validator(mode="after")
     def _kinds(self) -> SendSpec:
         _one_of(self, ("request", "notification"), "send")
-        if self.notification is not None and (self.as_ is not None or self.id is not None):
-            raise ValueError("send: a notification has no id and cannot be named with `as`")
+        if self.notification is not None and self.id is not None:
+            raise ValueError("send: a notification has no id")
+        if self.notification is not None and self.as_ is not None and self.held_by is None:
+            raise ValueError("send: name a notification with `as` only to judge a race on it (give held_by)")
+        if self.held_by is not None and self.as_ is None:
+            raise ValueError("send: held_by needs `as`, the name race: refers to")
         if not self.round_trip and self.while_pending is None:
             raise ValueError("send: round_trip applies to while_pending; give while_pending too")
         return self
+
+
+#: The ``held_by`` name of a hold the runner reports (a slow reply of its scripted model endpoint).
+MODEL_STREAM = "model_stream"
+
+_RACE = (
+    "judge this as a race against the send of this name (which has held_by): a mismatch FAILs only if the "
+    "peer's turn was held open when that send went out, and is INCONCLUSIVE otherwise (the turn may have ended "
+    "before the frame reached the peer)"
+)
 
 
 class _Judged(_Model):
@@ -284,6 +305,7 @@ class ExpectSpec(_FramePattern, _Judged):
         description="the frame must arrive before this one (our request's response, or a captured frame); "
         "if that arrives first the expectation fails at once",
     )
+    race: Name | None = Field(None, description=_RACE)
 
     @model_validator(mode="after")
     def _valid(self) -> ExpectSpec:
@@ -321,6 +343,7 @@ class CheckSpec(_Model):
     matches: Json = Field(description="pattern the value must match")
     clause: Clauses | None = Field(None, description="the clause id(s) this proves")
     precondition: str | None = Field(None, description="instead of a clause: what this establishes")
+    race: Name | None = Field(None, description=_RACE)
 
     @model_validator(mode="after")
     def _valid(self) -> CheckSpec:

@@ -447,7 +447,7 @@ class PermissionError32601(MockClient):
 
 class CancelledWithoutCancel(MockClient):
     async def handle_permission(self, req: Request, default: Any) -> Any:
-        if self.session_id in self.endpoint.cancelled_sessions or self.options.permission == "hold":
+        if self.endpoint.is_cancelled(self.session_id) or self.options.permission == "hold":
             return await default(req)
         return {"outcome": {"outcome": "cancelled"}}
 
@@ -456,7 +456,7 @@ class HardcodedOptionId(MockClient):
     """Answers with the conventional ids whatever was offered."""
 
     async def handle_permission(self, req: Request, default: Any) -> Any:
-        if self.session_id in self.endpoint.cancelled_sessions or self.options.permission == "hold":
+        if self.endpoint.is_cancelled(self.session_id) or self.options.permission == "hold":
             return await default(req)
         option = "reject-once" if self.options.permission.startswith("reject") else "allow-once"
         return {"outcome": {"outcome": "selected", "optionId": option}}
@@ -464,7 +464,7 @@ class HardcodedOptionId(MockClient):
 
 class IgnoresPermissionPolicy(MockClient):
     async def handle_permission(self, req: Request, default: Any) -> Any:
-        if self.session_id in self.endpoint.cancelled_sessions or self.options.permission == "hold":
+        if self.endpoint.is_cancelled(self.session_id) or self.options.permission == "hold":
             return await default(req)
         options = req.params.get("options", []) if isinstance(req.params, dict) else []
         allow = next(o for o in options if str(o.get("kind", "")).startswith("allow"))
@@ -482,7 +482,7 @@ class PendingNotCancelled(MockClient):
 
 class LateRequestNotCancelled(MockClient):
     async def handle_permission(self, req: Request, default: Any) -> Any:
-        if self.session_id in self.endpoint.cancelled_sessions:
+        if self.endpoint.is_cancelled(self.session_id):
             options = req.params.get("options", []) if isinstance(req.params, dict) else []
             allow = next(o for o in options if str(o.get("kind", "")).startswith("allow"))
             return {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}

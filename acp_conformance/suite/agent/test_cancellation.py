@@ -1,34 +1,36 @@
 """Cancelling a prompt turn (prompt-turn.mdx § Cancellation, cancellation.mdx).
 
 Each interleaving is forced by the client, never hoped for: the turn is
-kept busy by ``--acp-long-prompt`` (cancelled while it streams) or blocked
-on a permission request we hold (``permission="hold"``), and every step
-waits for an event - the agent's output, our own round trip, or the
-answer - not for time to pass.
+kept busy by ``--acp-long-prompt`` (cancelled while it streams), blocked on
+a permission request we hold (``permission="hold"``), or blocked on an
+``fs/*`` / ``terminal/*`` request we hold (``hold_methods``), and every step
+waits for an event - the agent's output, our own round trip, or the answer -
+not for time to pass.
 
 Once ``session/cancel`` has arrived, the turn must end with a *result*
 ``stopReason: "cancelled"`` (never a JSON-RPC error), and every update of
-the turn must precede that result.  A race the run could not provoke (the
-turn ended before our cancel went out) is INCONCLUSIVE with the reason; a
-turn still unanswered at the deadline warns on cancel.stop-asap and
-leaves the other clauses INCONCLUSIVE.
+the turn must precede that result.
 
-One race stays open on any wire: an answer the agent had already written
-when our cancel went out cannot be told from one written after it read
-the cancel.  Where the agent is blocked on us (a permission request we
-hold) it cannot have ended on its own, and the answer is judged as it is.
-Otherwise a turn that does not end ``cancelled`` is re-run on the same
-session, not cancelled, for twice as long as the cancelled one took: if it
-ends by itself in that window, the first may have too (INCONCLUSIVE); if it
-is still running, the first ended because of our cancel and is judged.
+Races are judged only where the order is provable.  An answer the agent had
+already decided (or written) when our cancel reached it cannot be told from
+one decided after it: "we had not read the answer yet" and "a request sent
+after the cancel was answered first" prove nothing about an agent that
+handles messages concurrently.  So a turn that does not end ``cancelled``
+FAILs only when something the suite held kept it open at the moment the
+cancel went out (``ClientEndpoint.holding``): a request of the agent we had
+not answered, or a slow model stream of the suite's scripted endpoint.  An
+agent waiting for our answer cannot have finished its turn.  Otherwise the
+result is INCONCLUSIVE, with the reason.  A turn still unanswered at the
+deadline warns on cancel.stop-asap and leaves the other clauses
+INCONCLUSIVE.
 """
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import pytest
 
 from acp_conformance.checks.turns import (
@@ -64,11 +66,16 @@ REQUEST_CANCELLED = -32800
 #: How long the "never answer" scenario lets the agent end the turn on its own before a
 #: conforming client's (late) cancelled answer goes out.  An observation window, not a sync.
 NEVER_ANSWER_PATIENCE = 1.0
-#: The shortest window in which a re-run, uncancelled turn may end by itself (see the module doc).
-MIN_RECHECK_WINDOW = 0.5
 ENDED_EARLY = (
     "the turn ended (stopReason {reason}) before our cancellation went out, so the race could not be "
     "provoked; give a {option} that keeps the agent busy"
+)
+#: Why a turn that did not end ``cancelled`` is not judged: nothing proves it was still running.
+UNHELD = (
+    "the turn ended with {what} after our session/cancel, but nothing held it open when the cancel went out "
+    "(no request of the agent was waiting for our answer, no model stream of the suite's was open): the turn "
+    "may have ended before the cancel reached the agent. A turn blocked on the suite is judged: a tool turn "
+    "that asks permission (--acp-tool-prompt), or an adapter profile whose scripted model streams --acp-long-prompt"
 )
 TURN_CLAUSES = ("prompt.response.stop-reason", "prompt.stop-reason.enum")
 
@@ -104,32 +111,39 @@ async def await_end(acp: AgentHarness, conn: Connection, rid: Any, since: int) -
 
 @dataclass
 class Cancelled:
-    """One cancelled turn, with what a re-run needs to tell "ended on its own" from "ignored the cancel"."""
+    """One cancelled turn, and what (if anything) held it open when the cancel went out."""
 
     sid: str
     rid: Any
     prompt: str
-    sent_at: float
-    #: The agent was waiting for us (a held permission request) when the cancel went out.
-    blocked: bool = False
-    #: How a re-run answers permission requests (None: the connection's own policy).
-    permission: str | None = None
+    #: What the suite held that kept the turn from ending by itself when the cancel went out
+    #: (``ClientEndpoint.holding``); None: nothing, so a non-cancelled end is not judged.
+    held: str | None = None
+    #: Event index at which the suite answered the request it held (None: not a request, or never).
+    released_at: int | None = None
     note: str = ""
 
 
-async def ends_on_its_own(acp: AgentHarness, conn: Connection, turn: Cancelled, took: float) -> bool:
-    """Re-run the turn's prompt, not cancelled: does it end by itself within twice the time the
-    cancelled one took?  The re-run is tidied up with a cancel and judged nowhere."""
-    conn.client.cancelled_sessions.discard(turn.sid)  # the endpoint would answer its permission "cancelled"
-    if turn.permission is not None:
-        conn.client.permission = PermissionPolicy(turn.permission)
-    rid, start = await conn.client.send_prompt(turn.sid, turn.prompt)
-    window = max(2 * took, MIN_RECHECK_WINDOW)
-    if await wait_prompt_response(conn, rid, start, timeout=window) is not None:
-        return True
-    await conn.client.cancel(turn.sid)
-    await wait_prompt_response(conn, rid, start)
-    return False
+async def send_cancel(conn: Connection, turn: Cancelled, *, answer_pending: bool = True) -> int:
+    """``session/cancel`` for the turn, noting what held it open at that moment; returns the
+    event index before the cancel (its answer comes after)."""
+    turn.held = conn.client.holding(turn.sid)
+    mark = len(conn.peer.events)
+    await conn.client.cancel(turn.sid, answer_pending=answer_pending)
+    if answer_pending and turn.held is not None and turn.released_at is None:
+        turn.released_at = len(conn.peer.events)  # the endpoint answered the pending permission requests
+    return mark
+
+
+def _still_held(conn: Connection, turn: Cancelled, answered: int) -> str | None:
+    """The hold, if it is still proof: an agent that answered the turn while the request we held
+    was still unanswered was not waiting for it (nor, then, blocked by it)."""
+    if turn.held is None:
+        return None
+    if turn.released_at is not None and answered < turn.released_at:
+        turn.note += "; the agent ended the turn while its request was still unanswered: it was not waiting for it"
+        return None
+    return turn.held
 
 
 async def judge_cancelled_turn(
@@ -138,32 +152,31 @@ async def judge_cancelled_turn(
     """A cancelled turn: a result (not an error) with stopReason cancelled, and no output after it.
 
     ``clause`` carries the stop-reason requirement: cancel.stop-reason, or perm.agent-cancel-race
-    when the cancel met a pending permission request.
+    when the cancel met a pending permission request (one defect, one clause).  A turn that did
+    not end ``cancelled`` FAILs only when the suite held it open (``UNHELD`` otherwise).
     """
     events = conn.peer.events
     answered = position_of(events, resp)
-    took = anyio.current_time() - turn.sent_at
+    held = _still_held(conn, turn, answered)
     await round_trip(conn)  # output trailing the answer would precede the round trip's answer
     late = late_turn_output(events, turn.sid, answered)
+    # The agent's own order on its own output: provable whatever the race, so judged first.
+    acp.check(
+        "cancel.updates-before-response",
+        not late,
+        "every update of the cancelled turn sent before its session/prompt response",
+        f"{len(late)} update(s) after the response, first: {late[:1]}",
+        stop=False,
+    )
     result = resp.result if not resp.is_error and isinstance(resp.result, dict) else {}
-
-    async def crossed() -> None:
-        """INCONCLUSIVE when the answer may have been written before the agent read our cancel."""
-        if not turn.blocked and await ends_on_its_own(acp, conn, turn, took):
-            what = "an error" if resp.is_error else f"stopReason {result.get('stopReason')!r}"
-            inconclusive(
-                f"the turn ended with {what} after our cancel, but the same prompt not cancelled also ended "
-                f"within {max(2 * took, MIN_RECHECK_WINDOW):.2f} s: its answer may have crossed our cancel; "
-                "give a prompt that keeps the agent busy"
-            )
-
-    if resp.is_error:
-        await crossed()
+    what = f"error {resp.error!r}" if resp.is_error else f"stopReason {result.get('stopReason')!r}"
+    if resp.is_error and held is None:
+        inconclusive(UNHELD.format(what=what) + turn.note)
     acp.check(
         "cancel.no-error",
         not resp.is_error,
         'a result with stopReason "cancelled" (a cancelled turn is not an error)',
-        f"error {resp.error!r}",
+        f"error {resp.error!r} (the turn could not have ended by itself: {held})",
     )
     acp.check(
         "prompt.response.stop-reason",
@@ -173,30 +186,24 @@ async def judge_cancelled_turn(
     )
     reason = result["stopReason"]
     acp.check("prompt.stop-reason.enum", reason in STOP_REASONS, f"stopReason in {sorted(STOP_REASONS)}", repr(reason))
-    if reason != "cancelled":
-        await crossed()
-    why = "the agent was waiting for our answer" if turn.blocked else "the same prompt not cancelled ran on"
+    if reason != "cancelled" and held is None:
+        inconclusive(UNHELD.format(what=what) + turn.note)
     acp.check(
         clause,
         reason == "cancelled",
         'stopReason "cancelled" once session/cancel had arrived' + turn.note,
-        f"stopReason {reason!r} (not a crossing: {why})",
-    )
-    acp.check(
-        "cancel.updates-before-response",
-        not late,
-        "every update of the cancelled turn sent before its session/prompt response",
-        f"{len(late)} update(s) after the response, first: {late[:1]}",
+        f"stopReason {reason!r} for session {turn.sid!r} (prompt id {turn.rid!r}), although the turn could not "
+        f"have ended by itself when the cancel went out: {held}",
+        stop=False,  # what the agent did with the tool is judged after this, independently
     )
 
 
 async def start_long_turn(acp: AgentHarness, conn: Connection, sid: str) -> Cancelled:
     """Send --acp-long-prompt and wait until the agent visibly works on it."""
-    sent_at = anyio.current_time()
     rid, start = await conn.client.send_prompt(sid, acp.config.long_prompt)
     await conn.peer.wait_for(turn_sign(sid, rid), start=start, what="the first output of the long turn")
     ended_before(conn, rid)
-    return Cancelled(sid, rid, acp.config.long_prompt, sent_at)
+    return Cancelled(sid, rid, acp.config.long_prompt)
 
 
 CANCEL_CLAUSES = ("cancel.stop-reason", "cancel.no-error", "cancel.updates-before-response", "cancel.stop-asap")
@@ -208,8 +215,7 @@ async def test_cancel_while_streaming(acp_agent: AgentHarness, request: pytest.F
     async with acp_agent.connect() as conn:
         sid = await new_session(acp_agent, conn)
         turn = await start_long_turn(acp_agent, conn, sid)
-        mark = len(conn.peer.events)
-        await conn.client.cancel(sid)
+        mark = await send_cancel(conn, turn)
         resp = await await_end(acp_agent, conn, turn.rid, mark)
         await judge_cancelled_turn(acp_agent, conn, turn, resp)
         close_out(acp_agent, request.node, "not judged on this path")
@@ -221,17 +227,15 @@ async def test_cancel_early_in_the_turn(acp_agent: AgentHarness, request: pytest
     prompt was read) or its first frame, whichever comes first - typically before any output."""
     async with acp_agent.connect() as conn:
         sid = await new_session(acp_agent, conn)
-        sent_at = anyio.current_time()
         rid, start = await conn.client.send_prompt(sid, acp_agent.config.long_prompt)
         await round_trip(conn, also=turn_sign(sid, rid))
         ended_before(conn, rid)
         events = conn.peer.events
-        mark = len(events)
-        output = late_turn_output(events, sid, start - 1, mark)
-        await conn.client.cancel(sid)
-        resp = await await_end(acp_agent, conn, rid, mark)
+        output = late_turn_output(events, sid, start - 1, len(events))
         when = "before any turn output" if not output else f"after {len(output)} update(s) of turn output"
-        turn = Cancelled(sid, rid, acp_agent.config.long_prompt, sent_at, note=f" (cancelled {when})")
+        turn = Cancelled(sid, rid, acp_agent.config.long_prompt, note=f" (cancelled {when})")
+        mark = await send_cancel(conn, turn)
+        resp = await await_end(acp_agent, conn, rid, mark)
         await judge_cancelled_turn(acp_agent, conn, turn, resp)
         close_out(acp_agent, request.node, "not judged on this path")
 
@@ -242,8 +246,7 @@ async def test_cancel_twice(acp_agent: AgentHarness, request: pytest.FixtureRequ
     async with acp_agent.connect() as conn:
         sid = await new_session(acp_agent, conn)
         turn = await start_long_turn(acp_agent, conn, sid)
-        mark = len(conn.peer.events)
-        await conn.client.cancel(sid)
+        mark = await send_cancel(conn, turn)
         await conn.client.cancel(sid)
         resp = await await_end(acp_agent, conn, turn.rid, mark)
         await judge_cancelled_turn(acp_agent, conn, turn, resp)
@@ -281,24 +284,31 @@ async def test_a_second_prompt_while_one_runs_gets_one_answer(acp_agent: AgentHa
     async with acp_agent.connect() as conn:
         sid = await new_session(acp_agent, conn)
         first = await start_long_turn(acp_agent, conn, sid)
-        second, start = await conn.client.send_prompt(sid, acp_agent.config.prompt)
+        second, _ = await conn.client.send_prompt(sid, acp_agent.config.prompt)
         await round_trip(conn, also=is_prompt_response(second))  # the second prompt was read
         ended_before(conn, first.rid)
         await conn.client.cancel(sid)
         for rid in (first.rid, second):
-            await wait_prompt_response(conn, rid, start)
+            # A request never answered is jsonrpc.every-request-answered (a MUST), flagged by the
+            # wait at its deadline, whatever the MAY about overlapping prompts allows.
+            await conn.peer.wait_response(rid, method="session/prompt")
         await round_trip(conn)  # a second answer to either would precede this one
         events = conn.peer.events
         counts = [len(responses_to(events, rid, "session/prompt")) for rid in (first.rid, second)]
+        second_answer = responses_to(events, second, "session/prompt")[0][1]
+        how = "refused it with an error" if second_answer.is_error else f"ran it ({describe_answer(second_answer)})"
+        # Refusing or queueing the second prompt is the agent's choice (a MAY): PASS either way, with how;
+        # a second answer to either is jsonrpc.no-duplicate-response, judged on the transcript.
         acp_agent.check(
             "prompt.concurrent-same-session",
             counts == [1, 1],
             "exactly one answer (a result or an error) to each of two overlapping session/prompt requests",
             f"{counts[0]} answer(s) to the first (running) prompt, {counts[1]} to the second",
         )
+        acp_agent.results[-1].message += f"; the agent {how}"
 
 
-@pytest.mark.clause("cancel.after-response")
+@pytest.mark.clause("cancel.after-response", "prompt.updates.before-response")
 async def test_cancel_crossing_the_response_changes_nothing(acp_agent: AgentHarness) -> None:
     """session/cancel sent once the turn's end_turn answer is in (from the agent's side, the cancel
     crosses an answer already on the wire): nothing more for that turn, no second answer."""
@@ -312,6 +322,14 @@ async def test_cancel_crossing_the_response_changes_nothing(acp_agent: AgentHarn
         await round_trip(conn)  # anything the cancel provoked precedes this answer
         late = late_turn_output(events, sid, answered)
         answers = responses_to(events, turn.response.id, "session/prompt")
+        # One defect, one clause: output after the turn's answer is prompt.updates.before-response's,
+        # a second answer jsonrpc.no-duplicate-response's (on the transcript); the MAY only notes it.
+        acp_agent.check(
+            "prompt.updates.before-response",
+            not late,
+            "no output of the turn after its session/prompt answer, also when a session/cancel follows it",
+            f"{len(late)} update(s) of turn output after the answer, provoked by the cancel (first: {late[:1]})",
+        )
         acp_agent.check(
             "cancel.after-response",
             not late and len(answers) == 1,
@@ -378,7 +396,6 @@ async def pending_permission(acp: AgentHarness, conn: Connection, sid: str) -> t
 
     Returns ``(the turn, the PermissionCall, its position)``; NOT_APPLICABLE when the turn ends
     without asking."""
-    sent_at = anyio.current_time()
     rid, start = await conn.client.send_prompt(sid, acp.config.tool_prompt)
 
     def asked_or_done(e: Event) -> bool:
@@ -395,8 +412,7 @@ async def pending_permission(acp: AgentHarness, conn: Connection, sid: str) -> t
     while True:  # the endpoint registers the request in its own handler task
         call = next((c for c in conn.client.permission_calls if c.request is ev), None)
         if call is not None:
-            turn = Cancelled(sid, rid, acp.config.tool_prompt, sent_at, blocked=True, permission="allow_once")
-            return turn, call, position_of(conn.peer.events, ev)
+            return Cancelled(sid, rid, acp.config.tool_prompt), call, position_of(conn.peer.events, ev)
         await conn.client.wait_permission(index=len(conn.client.permission_calls))
 
 
@@ -417,40 +433,39 @@ async def test_cancel_while_permission_pending(
 ) -> None:
     """Cancel while the agent waits for a permission answer, the client answering ``cancelled``
     after the cancel, before it, one round trip later, or never (a client MUST answer, so after a
-    short observation window it does, late)."""
+    short observation window it does, late).  Answering first releases the agent before the
+    cancel goes out, so that order is judged only when the turn ends ``cancelled``."""
     async with acp_agent.connect(permission="hold") as conn:
         sid = await new_session(acp_agent, conn)
         turn, call, asked = await pending_permission(acp_agent, conn, sid)
         rid = turn.rid
         events = conn.peer.events
-        mark = len(events)
-        note = ""
         if order == "cancel-then-answer":
-            await conn.client.cancel(sid)
+            mark = await send_cancel(conn, turn)
         elif order == "answer-then-cancel":
             await conn.client.answer_permission(call, CANCELLED)
-            await conn.client.cancel(sid)
+            mark = await send_cancel(conn, turn)
+            turn.note = "; the cancelled outcome went out before session/cancel, so the agent could end on it alone"
         elif order == "answer-after-round-trip":
-            await conn.client.cancel(sid, answer_pending=False)
+            mark = await send_cancel(conn, turn, answer_pending=False)
             await round_trip(conn, also=is_prompt_response(rid))
+            turn.released_at = len(events)
             await conn.client.answer_permission(call, CANCELLED)
         else:
-            await conn.client.cancel(sid, answer_pending=False)
+            mark = await send_cancel(conn, turn, answer_pending=False)
             patience = min(NEVER_ANSWER_PATIENCE, conn.peer.timeout)
             if await wait_prompt_response(conn, rid, mark, timeout=patience) is None:
-                note = f"; the agent waited for the permission answer, sent {patience:g} s after the cancel"
-            else:
-                note = "; the agent ended the turn without waiting for the permission answer"
+                turn.note = f"; the agent waited for the permission answer, sent {patience:g} s after the cancel"
+            turn.released_at = len(events)
             await conn.client.answer_permission(call, CANCELLED)
         resp = await await_end(acp_agent, conn, rid, mark)
-        turn.note = note
         await judge_cancelled_turn(acp_agent, conn, turn, resp, clause="perm.agent-cancel-race")
         mentions = tool_mentions(events, sid)
         effects = unattributed_side_effects(events, mentions, {call.tool_call_id}, asked)
         acp_agent.check(
             "perm.agent-honours-outcome",
             not effects,
-            f"the tool call {call.tool_call_id!r} not run after the cancelled outcome" + note,
+            f"the tool call {call.tool_call_id!r} not run after the cancelled outcome" + turn.note,
             f"{len(effects)} call(s): " + ", ".join(describe(r) for _, r in effects[:3]),
         )
         close_out(acp_agent, request.node, "not judged on this path")
@@ -458,11 +473,12 @@ async def test_cancel_while_permission_pending(
 
 @pytest.mark.clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
 async def test_cancel_right_after_allowing(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
-    """Allow the tool, then cancel at once: the tool may have started, the turn still ends cancelled."""
+    """Allow the tool, then cancel at once: the tool may have started, the turn still ends cancelled.
+    Nothing is held once the permission is answered, so only a ``cancelled`` end is judged here
+    (``test_cancel_while_a_client_request_is_held`` is the provable version)."""
     async with acp_agent.connect(permission="hold") as conn:
         sid = await new_session(acp_agent, conn)
         turn, call, _ = await pending_permission(acp_agent, conn, sid)
-        turn.blocked = False  # once allowed, the tool runs: the turn may end on its own
         rid = turn.rid
         options = call.request.params.get("options", []) if isinstance(call.request.params, dict) else []
         outcome = PermissionPolicy("allow_once").choose(options)
@@ -470,8 +486,54 @@ async def test_cancel_right_after_allowing(acp_agent: AgentHarness, request: pyt
             not_applicable("the agent offered no allow option in its permission request")
         await conn.client.answer_permission(call, outcome)
         ended_before(conn, rid, "--acp-tool-prompt")
-        mark = len(conn.peer.events)
-        await conn.client.cancel(sid)
+        mark = await send_cancel(conn, turn)
         resp = await await_end(acp_agent, conn, rid, mark)
         await judge_cancelled_turn(acp_agent, conn, turn, resp)
         close_out(acp_agent, request.node, "not judged on this path")
+
+
+#: The client requests a tool turn may make once allowed, held by the suite to keep the turn open.
+HELD_METHODS = ("fs/*", "terminal/*")
+
+
+@pytest.mark.clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
+async def test_cancel_while_a_client_request_is_held(
+    acp_agent: AgentHarness, request: pytest.FixtureRequest
+) -> None:
+    """Allow the tool, hold the first ``fs/*`` or ``terminal/*`` request the agent then makes,
+    cancel while it is held, then serve it: the agent was waiting for us when the cancel went
+    out, so the turn must end ``cancelled`` (the provable form of a cancel mid-tool)."""
+    async with acp_agent.connect(permission="allow_once") as conn:
+        conn.client.hold_methods.update(HELD_METHODS)
+        sid = await new_session(acp_agent, conn)
+        rid, start = await conn.client.send_prompt(sid, acp_agent.config.tool_prompt)
+
+        def held_or_done(e: Event) -> bool:
+            return (
+                isinstance(e, Request)
+                and any(fnmatch.fnmatchcase(e.method, m) for m in HELD_METHODS)
+                and isinstance(e.params, dict)
+                and e.params.get("sessionId") == sid
+            ) or is_prompt_response(rid)(e)
+
+        ev = await conn.peer.wait_for(held_or_done, start=start, what="an fs/* or terminal/* request, or the end")
+        if isinstance(ev, Response):
+            what = "made no fs/* or terminal/* request of the client during its tool turn"
+            not_applicable(no_tool_reason(conn.peer.events, sid, start, what=what))
+        assert isinstance(ev, Request)
+        held = next((h for h in conn.client.held if h.request is ev), None)
+        while held is None:  # the endpoint registers the request in its own handler task
+            await conn.client.wait_held(index=len(conn.client.held))
+            held = next((h for h in conn.client.held if h.request is ev), None)
+        turn = Cancelled(sid, rid, acp_agent.config.tool_prompt, note=f" (cancelled while {ev.method} was held)")
+        mark = await send_cancel(conn, turn)
+        turn.released_at = len(conn.peer.events)
+        conn.client.hold_methods.clear()
+        conn.client.release_all()
+        resp = await await_end(acp_agent, conn, rid, mark)
+        await judge_cancelled_turn(acp_agent, conn, turn, resp)
+        close_out(acp_agent, request.node, "not judged on this path")
+
+
+def describe_answer(resp: Response) -> str:
+    return f"error {resp.error!r}" if resp.is_error else f"stopReason {_stop_reason(resp)!r}"

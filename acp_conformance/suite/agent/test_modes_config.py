@@ -23,7 +23,8 @@ from acp_conformance.checks.sessions import (
     session_updates,
     update_kind,
 )
-from acp_conformance.core.events import Response
+from acp_conformance.client import PermissionPolicy
+from acp_conformance.core.events import Request, Response
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
@@ -158,7 +159,24 @@ async def test_set_mode_to_an_unknown_mode_is_an_error(acp_agent: AgentHarness) 
 async def _during_a_turn(
     acp: AgentHarness, conn: Connection, sid: str, clause: str, method: str, params: Json, what: str
 ) -> None:
-    """Send ``method`` while a long turn runs: it must be answered (a result) before the turn ends."""
+    """Send ``method`` while a turn runs: it must be answered (a result) before the turn ends.
+
+    Only a turn the suite holds proves the order: a tool turn blocked on a permission request we
+    have not answered cannot end, so an answer that does not come while we hold it waits for the
+    turn (judged).  Without one (the agent asks no permission), a long turn is used, and an answer
+    that comes after the turn's end is INCONCLUSIVE: the turn may have ended before the request
+    reached the agent."""
+    conn.client.permission = PermissionPolicy("hold")
+    rid_turn, start = await conn.client.send_prompt(sid, acp.config.tool_prompt)
+    asked = await conn.peer.wait_for(
+        lambda e: (isinstance(e, Request) and e.method == "session/request_permission") or answers(rid_turn)(e),
+        start=start,
+        what="a permission request of the tool turn, or its end",
+    )
+    if isinstance(asked, Request):
+        await _during_a_held_turn(acp, conn, sid, rid_turn, clause, method, params, what)
+        return
+    conn.client.permission = PermissionPolicy("allow_once")
     rid_turn, start = await start_long_turn(acp, conn, sid)
     mark = len(conn.peer.events)
     rid = await conn.peer.send_request(method, params)
@@ -175,13 +193,60 @@ async def _during_a_turn(
     if ended < mark:
         inconclusive(f"the long turn ended ({describe(turn.response)}) before {method} was sent")
     answered = position(conn.peer.events, resp)
+    if not resp.is_error and answered > ended:
+        inconclusive(
+            f"{method} was answered after the long turn ended ({describe(turn.response)}), and nothing held the "
+            "turn open: it may have ended before the request reached the agent (a tool turn that asks "
+            "permission, --acp-tool-prompt, is judged)"
+        )
     acp.check(
         clause,
-        not resp.is_error and answered < ended,
+        not resp.is_error,
         f"a result for {method} ({what}) sent while the turn runs, before the turn's session/prompt answer",
-        f"{describe(resp)}, "
-        + ("before" if answered < ended else f"only after the turn ended ({describe(turn.response)})"),
+        describe(resp),
     )
+
+
+async def _during_a_held_turn(
+    acp: AgentHarness, conn: Connection, sid: str, rid_turn: Any, clause: str, method: str, params: Json, what: str
+) -> None:
+    calls = [c for c in conn.client.permission_calls if c.session_id == sid]
+    while not calls:  # the endpoint registers the request in its own handler task
+        await conn.client.wait_permission(index=len(conn.client.permission_calls))
+        calls = [c for c in conn.client.permission_calls if c.session_id == sid]
+    held = conn.client.holding(sid)
+    mark = len(conn.peer.events)
+    rid = await conn.peer.send_request(method, params)
+    resp: Response | None = None
+    try:
+        # Not wait_response: an answer that only comes once the turn is over is late, not missing
+        # (jsonrpc.every-request-answered is judged on the wait after the turn, below).
+        ev = await conn.peer.wait_for(answers(rid), start=mark, what=f"the answer to {method} during the turn")
+        assert isinstance(ev, Response)
+        resp = ev
+    except PeerTimeout:
+        pass
+    try:
+        if resp is None:
+            acp.check(
+                clause,
+                False,
+                f"an answer to {method} ({what}) while the turn runs",
+                f"no answer within {conn.peer.timeout:g} s while the turn was blocked on the suite ({held}): "
+                "the agent waits for the turn to end",
+            )
+            return
+        acp.check(
+            clause,
+            not resp.is_error,
+            f"a result for {method} ({what}) while the turn runs (it was blocked on the suite: {held})",
+            describe(resp),
+        )
+    finally:
+        await conn.client.cancel(sid)  # answers the held permission request "cancelled"
+        await conn.client.finish_turn(sid, rid_turn, 0)
+        if resp is None:
+            await conn.peer.wait_response(rid, method=method)
 
 
 @pytest.mark.clause("mode.set.anytime")

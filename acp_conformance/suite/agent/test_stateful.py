@@ -13,10 +13,14 @@ step it checks the session invariants:
   (``prompt.updates.before-response``);
 * every ``tool_call_update`` names a tool call the session introduced
   (``tool.update.known-id``);
-* a turn that cannot end by itself (waiting for a permission or for the
-  cancel) ends with stopReason ``cancelled`` once cancelled
-  (``cancel.stop-reason``); the client's pending permission requests are
-  answered ``cancelled`` by the suite's client, as the protocol requires.
+* a turn that cannot end by itself because the suite holds it (a permission
+  request of the agent we have not answered, or a slow reply of the scripted
+  model endpoint) ends with stopReason ``cancelled`` once cancelled
+  (``perm.agent-cancel-race`` when the permission was pending, else
+  ``cancel.stop-reason``); a turn nothing held is not judged on its stop
+  reason (it may have ended before the cancel reached the agent).  The
+  client's pending permission requests are answered ``cancelled`` by the
+  suite's client, as the protocol requires.
 
 Each example runs on a fresh agent process.  A failure is shrunk to a
 minimal step sequence, replayed once more, and that replay's transcript is
@@ -51,6 +55,7 @@ from hypothesis.stateful import (
 )
 
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
+from acp_conformance.core.ids import same_id
 from acp_conformance.errors import AcpError, ConformanceFailure, PeerError
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.peer import Peer
@@ -73,7 +78,8 @@ C_DUPLICATE = "jsonrpc.no-duplicate-response"
 C_LATE = "prompt.updates.before-response"
 C_KNOWN_ID = "tool.update.known-id"
 C_CANCELLED = "cancel.stop-reason"
-CLAUSES = (C_ANSWERED, C_DUPLICATE, C_LATE, C_KNOWN_ID, C_CANCELLED)
+C_RACE = "perm.agent-cancel-race"
+CLAUSES = (C_ANSWERED, C_DUPLICATE, C_LATE, C_KNOWN_ID, C_CANCELLED, C_RACE)
 #: Other clauses a step may find broken on the way (bound to their own tests).
 C_CLOSE = "session.close.cancels-work"
 C_NO_ERROR = "cancel.no-error"
@@ -185,11 +191,13 @@ def _machine(ctx: _Context) -> type[RuleBasedStateMachine]:
                     return call
             return None
 
-        def blocked(self, turn: _Turn) -> bool:
-            """The turn is unanswered and cannot end by itself: it waits for the cancel, or for a permission."""
+        def held(self, turn: _Turn) -> str | None:
+            """What the suite holds that keeps the unanswered turn from ending by itself, or None
+            (``ClientEndpoint.holding``: a pending permission request, a slow model stream)."""
+            assert self.conn is not None
             if turn.done_at is not None or not self.peer.conn.is_outstanding(turn.rid):
-                return False
-            return turn.kind == "long" or self.pending_permission(turn.sid) is not None
+                return None
+            return self.conn.client.holding(turn.sid)
 
         # -------------------------------------------------------------- rules
         # Every rule picks what it acts on by index (modulo what exists), so every step does something.
@@ -313,7 +321,7 @@ def _machine(ctx: _Context) -> type[RuleBasedStateMachine]:
 
         async def _until_answer_or_permission(self, turn: _Turn) -> None:
             def done(ev: Event) -> bool:
-                if isinstance(ev, Response) and ev.id == turn.rid and type(ev.id) is type(turn.rid):
+                if isinstance(ev, Response) and same_id(ev.id, turn.rid):
                     return True
                 return (
                     isinstance(ev, Request)
@@ -343,23 +351,16 @@ def _machine(ctx: _Context) -> type[RuleBasedStateMachine]:
             turn = self.turns.get(sid)
             # No waiting for the turn to show output first: a cancel right behind its prompt must
             # cancel it too (the mock agent once lost exactly that one).
-            presumed = turn is not None and self.pending_permission(sid) is None and self.blocked(turn)
-            blocked = turn is not None and self.blocked(turn)
+            held = self.held(turn) if turn is not None else None
+            clause = C_RACE if held is not None and self.pending_permission(sid) is not None else C_CANCELLED
             if turn is not None:
                 turn.cancelled = True
             assert self.conn is not None
             sent_at = len(self.peer.events)
             self.call(self.conn.client.cancel, sid)  # also answers its pending permissions "cancelled"
             self.steps.append(f"cancel({sid!r})")
-            if presumed:
-                # A "long" turn is only presumed busy (an agent that ignores the long prompt ends at
-                # once, and its answer can cross our cancel). A round trip behind the cancel settles
-                # it: a turn answered after the agent answered a request it read *after* the cancel
-                # had read the cancel before it answered; anything earlier may be a crossing.
-                self.request(PROBE, {})
-                sent_at = len(self.peer.events)
             if turn is not None:
-                self._judge_cancelled(turn, blocked, C_CANCELLED, "a cancelled", sent_at)
+                self._judge_cancelled(turn, held, clause, "a cancelled", sent_at)
 
         def _close(self, sid: str) -> None:
             turn = self.turns.get(sid)
@@ -367,7 +368,7 @@ def _machine(ctx: _Context) -> type[RuleBasedStateMachine]:
                 # A close right behind the prompt may legitimately refuse that prompt (the session is
                 # gone by the time it runs); judge the close of a turn seen running.
                 self.call(self._started, turn)
-            blocked = turn is not None and self.blocked(turn)
+            held = self.held(turn) if turn is not None else None
             if turn is not None:
                 turn.cancelled = True
             self.steps.append(f"close({sid!r})")
@@ -375,14 +376,14 @@ def _machine(ctx: _Context) -> type[RuleBasedStateMachine]:
             self.request("session/close", {"sessionId": sid})
             self.closed.add(sid)
             if turn is not None:
-                self._judge_cancelled(turn, blocked, C_CLOSE, "session/close left a", sent_at)
+                self._judge_cancelled(turn, held, C_CLOSE, "session/close left a", sent_at)
 
         async def _started(self, turn: _Turn) -> None:
             """Wait (bounded) until the turn shows it runs: an update for its session, a request, or its answer."""
 
             def begun(ev: Event) -> bool:
                 if isinstance(ev, Response):
-                    return ev.id == turn.rid and type(ev.id) is type(turn.rid)
+                    return same_id(ev.id, turn.rid)
                 return (
                     isinstance(ev, Notification | Request)
                     and isinstance(ev.params, dict)
@@ -396,25 +397,29 @@ def _machine(ctx: _Context) -> type[RuleBasedStateMachine]:
             except PeerError:
                 pass  # judged by the wait for the answer that follows
 
-        def _judge_cancelled(self, turn: _Turn, blocked: bool, clause: str, what: str, sent_at: int) -> None:
-            """Judge the stop reason of a turn that was still running when the cancel (or close) went out.
+        def _judge_cancelled(self, turn: _Turn, held: str | None, clause: str, what: str, sent_at: int) -> None:
+            """Judge the stop reason of a turn the suite held open when the cancel (or close) went out.
 
-            ``sent_at`` is the length of the event list just before it went out (for a turn only
-            presumed busy: once the round trip behind the cancel is back): a response already
-            received by then may precede it and owes nothing to it.
+            ``held`` says what held it (None: nothing, and the turn is not judged: it may have
+            ended before the cancel reached the agent).  ``sent_at`` is the length of the event
+            list just before the cancel went out: a response already received by then precedes it.
             """
             resp = self.wait(turn.rid, "session/prompt")
-            if not blocked or resp is None:
-                return  # a turn that could end by itself may have ended before the cancel arrived
+            if held is None or resp is None:
+                return
             if any(e is resp for e in self.peer.events[:sent_at]):
                 return  # answered before the cancel was sent: no race to judge
             ctx.exercised[clause] += 1
             reason = resp.result.get("stopReason") if isinstance(resp.result, dict) else None
-            if resp.is_error and clause == C_CANCELLED:
-                self.fail(C_NO_ERROR, f"a cancelled {turn.kind} turn ended with error {resp.error!r}")
+            if resp.is_error and clause in (C_CANCELLED, C_RACE):
+                self.fail(C_NO_ERROR, f"a cancelled {turn.kind} turn ended with error {resp.error!r} ({held})")
             if resp.is_error or reason != "cancelled":
                 got = f"error {resp.error!r}" if resp.is_error else f"stopReason {reason!r}"
-                self.fail(clause, f"{what} {turn.kind} turn ended with {got}, not stopReason 'cancelled'")
+                self.fail(
+                    clause,
+                    f"{what} {turn.kind} turn of session {turn.sid!r} (prompt id {turn.rid!r}) ended with {got}, not "
+                    f"stopReason 'cancelled', although it could not have ended by itself: {held}",
+                )
 
         # --------------------------------------------------------- invariants
         @invariant()
@@ -431,7 +436,7 @@ def _machine(ctx: _Context) -> type[RuleBasedStateMachine]:
                 self.fail(C_DUPLICATE, ev.message)
             if isinstance(ev, Response):
                 for turn in self.turns.values():
-                    if turn.done_at is None and ev.id == turn.rid and type(ev.id) is type(turn.rid):
+                    if turn.done_at is None and same_id(ev.id, turn.rid):
                         turn.done_at, turn.response = pos, ev
                         self.ended[turn.sid] = pos
                         self.ended_cancelled[turn.sid] = turn.cancelled
@@ -598,7 +603,7 @@ def test_stateful_session_lifecycle(acp_agent: AgentHarness, request: pytest.Fix
                 # Seen failing, but the replay went otherwise (a timing-dependent defect): report what was seen.
                 for clause, (_, steps, message, evidence) in ctx.failing.items():
                     example = "steps: " + "; ".join(steps)
-                    findings.append(Finding(clause, f"{message} (did not recur on replay)", example, None, evidence))
+                    findings.append(Finding(clause, message, example, None, evidence, recurred=False))
     out = _out_dir(request, tmp_path)
     for f in findings:
         saved = ctx.failing.get(f.clause)
