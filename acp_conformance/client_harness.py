@@ -49,7 +49,7 @@ from acp_conformance.control import ControlServer, RelayConnection, open_control
 from acp_conformance.core.connection import Role
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
 from acp_conformance.errors import ConformanceFailure, PeerError, PeerExited, PeerTimeout, PeerUnavailable
-from acp_conformance.harness import DEAD_AFTER, AcpSpecWarning, _Liveness, judge_transcript
+from acp_conformance.harness import DEAD_AFTER, AcpSpecWarning, _Liveness, deadline_memory, judge_transcript
 from acp_conformance.peer import Peer
 from acp_conformance.profiles import ClientProfile, default_profile
 from acp_conformance.results import ClauseResult, Status, adjust, judged
@@ -164,8 +164,11 @@ class ClientHarness:
         validator: SchemaValidator,
         workdir: str | os.PathLike[str],
         human: Human | None = None,
+        label: str = "",
     ) -> None:
         self.config = config
+        #: Which test this is (its node id), named when a later test gives up on a method it hung on.
+        self.label = label
         self.validator = validator
         self.workdir = Path(workdir)
         self.human = human
@@ -465,6 +468,8 @@ class ClientHarness:
             max_frame_bytes=self.config.max_frame_bytes,
             stderr_tail=(lambda: list(proc.stderr_tail)) if proc is not None else None,
         )
+        peer.deadlines = deadline_memory(self.config.command)
+        peer.where = self.label or "an earlier test"
         endpoint = AgentEndpoint(peer, setup)
         conn = ClientConnection(self, endpoint, relay, transcript, sandbox, proc, permission, argv)
         self.connections.append(conn)

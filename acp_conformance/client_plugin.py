@@ -240,7 +240,7 @@ def acp_client(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     if state is None or state.client is None:
         pytest.skip("no --acp-client given")
     human = TerminalHuman() if state.client.mode != "auto" else None
-    harness = ClientHarness(state.client, state.validator, tmp_path, human=human)
+    harness = ClientHarness(state.client, state.validator, tmp_path, human=human, label=request.node.nodeid)
     request.node.stash[HARNESS] = harness
     yield harness
     if human is not None:

@@ -134,3 +134,15 @@ class ConformanceFailure(AssertionError):
 class PeerUnavailable(PeerError):
     """The agent was not started for this test: every earlier handshake in this
     run failed, so starting it again would only wait out another timeout."""
+
+
+class PeerGaveUp(AcpError):
+    """A request was not sent: the peer has already let this method's deadline pass twice in
+    this run, so waiting once more would only cost another deadline (the earlier misses are the
+    evidence, and were judged where they happened).  Not a ``PeerError``: nothing happened on
+    this connection, and a check that catches ``PeerError`` as "the peer stopped answering" must
+    not read it as evidence; it ends the test INCONCLUSIVE."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

@@ -28,7 +28,7 @@ from acp_conformance.client import ClientCapabilities, ClientEndpoint, Permissio
 from acp_conformance.core.connection import Role
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
 from acp_conformance.errors import ConformanceFailure, PeerError, PeerExited, PeerTimeout, PeerUnavailable
-from acp_conformance.peer import Peer
+from acp_conformance.peer import DeadlineMemory, Peer
 from acp_conformance.results import ClauseResult, Status, adjust, judged
 from acp_conformance.transcript import Transcript, redactor
 from acp_conformance.transport.process import ProcessTransport, spawn
@@ -53,6 +53,13 @@ class _Liveness:
 
 
 _LIVENESS: dict[str, _Liveness] = {}
+#: Per process and command: the methods whose deadline the peer let pass (``DeadlineMemory``).
+_DEADLINES: dict[str, DeadlineMemory] = {}
+
+
+def deadline_memory(command: str) -> DeadlineMemory:
+    """The run's memory of missed deadlines for the peer started by ``command``."""
+    return _DEADLINES.setdefault(command, DeadlineMemory())
 
 
 class AcpSpecWarning(UserWarning):
@@ -107,8 +114,12 @@ class Connection:
 class AgentHarness:
     """One test's view of the agent under test."""
 
-    def __init__(self, config: AgentConfig, validator: SchemaValidator, workdir: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, config: AgentConfig, validator: SchemaValidator, workdir: str | os.PathLike[str], label: str = ""
+    ) -> None:
         self.config = config
+        #: Which test this is (its node id), named when a later test gives up on a method it hung on.
+        self.label = label
         self.validator = validator
         self.workdir = Path(workdir)
         self.results: list[ClauseResult] = []
@@ -244,6 +255,8 @@ class AgentHarness:
                     max_frame_bytes=self.config.max_frame_bytes,
                     stderr_tail=lambda: list(transport.stderr_tail),
                 )
+                peer.deadlines = deadline_memory(self.config.command)
+                peer.where = self.label or "an earlier test"
                 client = ClientEndpoint(
                     peer,
                     capabilities=capabilities,

@@ -45,14 +45,14 @@ from acp_conformance.core.events import (
     Violation,
 )
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, printable
-from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
+from acp_conformance.errors import LocalProtocolError, PeerExited, PeerGaveUp, PeerTimeout, RpcError
 from acp_conformance.transcript import Entry, Transcript
 from acp_conformance.transport.base import Transport
 
 if TYPE_CHECKING:  # jsonschema_rs stays off the mocks' start-up path until a frame is validated
     from acp_conformance.validation import SchemaValidator
 
-__all__ = ["MAX_INFLIGHT", "NO_ANSWER", "OUTBOX_BUDGET", "HandlerError", "Peer", "RequestHandler"]
+__all__ = ["MAX_INFLIGHT", "NO_ANSWER", "OUTBOX_BUDGET", "DeadlineMemory", "HandlerError", "Peer", "RequestHandler"]
 
 
 C_UNDERSCORE = "ext.method.underscore"
@@ -109,6 +109,34 @@ NO_ANSWER: Any = _NoAnswer()
 
 RequestHandler = Callable[[Request], Awaitable[Any]]
 NotificationListener = Callable[[Notification], None]
+
+
+class DeadlineMemory:
+    """Which methods the peer under test let the deadline pass for, across the tests of a run.
+
+    Once a method's deadline has passed ``limit`` times (in two different waits), later requests
+    of that method are not sent at all: ``PeerGaveUp`` ends the test that needs it at once
+    (INCONCLUSIVE, naming where it was missed), so a hanging peer costs two deadlines per
+    method, not one per test.  ``initialize`` is the handshake's business (harness liveness)."""
+
+    def __init__(self, limit: int = 2) -> None:
+        self.limit = limit
+        self.misses: dict[str, list[str]] = {}
+
+    def missed(self, method: str, where: str) -> None:
+        if method != "initialize":
+            self.misses.setdefault(method, []).append(where)
+
+    def given_up(self, method: str) -> bool:
+        return len(self.misses.get(method, [])) >= self.limit
+
+    def check(self, method: str) -> None:
+        seen = self.misses.get(method, [])
+        if len(seen) >= self.limit:
+            raise PeerGaveUp(
+                f"{method} not sent: the peer already let its deadline pass {len(seen)} times in this run "
+                f"({'; '.join(seen[: self.limit])}), so this test ends here instead of waiting once more"
+            )
 
 
 class Peer:
@@ -169,6 +197,10 @@ class Peer:
         self._writer_wakeup = anyio.Event()
         self._watchers: list[Callable[[Event], None]] = []
         self._unterminated_noted = 0
+        #: Shared across the connections of a run (the harness sets it): methods whose deadline
+        #: passed; ``where`` names this connection in its messages (the test's node id).
+        self.deadlines: DeadlineMemory | None = None
+        self.where = ""
 
     # --------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Peer:
@@ -534,6 +566,7 @@ class Peer:
 
     async def send_raw(self, data: bytes) -> None:
         """Write bytes exactly as given: for deliberately malformed input."""
+        self.conn.note_raw_sent()
         await self._write(data, None, raw=True)
 
     def _check_outbound(self, what: str, issues: list[Any], validate: bool) -> None:
@@ -542,7 +575,10 @@ class Peer:
             raise LocalProtocolError(f"refusing to send invalid {what}: {i.message} at {i.path or '/'}")
 
     async def send_request(self, method: str, params: Any = None, *, id: Any = None, validate: bool = True) -> Any:
-        """Send a request without waiting; returns its id."""
+        """Send a request without waiting; returns its id.  ``PeerGaveUp`` (nothing sent) when the
+        peer already let this method's deadline pass twice in the run (``DeadlineMemory``)."""
+        if self.deadlines is not None:
+            self.deadlines.check(method)
         if self.validator is not None and validate:
             spec = self.validator.spec(method)
             if spec is not None and spec.request is not None:
@@ -629,8 +665,16 @@ class Peer:
         msg = f"no response to {method} (id {rid!r}) within {limit:g} s{self._stall()}"
         self.note_unterminated()
         if flag:
-            self.flag(C_ANSWERED, msg)
+            self._missed(method, msg, limit)
         raise PeerTimeout(msg, self.stderr_tail())
+
+    def _missed(self, method: str, message: str, limit: float) -> None:
+        """Our ``method`` request went unanswered for ``limit`` seconds: a ``jsonrpc.every-request-
+        answered`` violation and, for a full deadline (not a test's short observation window),
+        one miss in the run's ``DeadlineMemory``."""
+        self.flag(C_ANSWERED, message)
+        if self.deadlines is not None and limit >= self.timeout:
+            self.deadlines.missed(method, self.where or "an earlier test")
 
     async def request(
         self,
@@ -655,12 +699,15 @@ class Peer:
         timeout: float | None = None,
         what: str = "event",
         start: int = 0,
+        awaiting: str | None = None,
     ) -> Event:
         """First event from position ``start`` on satisfying ``predicate``.
 
         Events arriving during the wait are shown to ``predicate`` as they are logged
         (a watcher), so a flood that makes the log drop older events cannot hide
         the one awaited; of those already logged, the kept ones are searched.
+        ``awaiting``: the method of our request whose progress (or answer) this waits
+        for; a full deadline passing is remembered against it (``DeadlineMemory``).
         """
         limit = self.timeout if timeout is None else timeout
         self._leave_slot()
@@ -697,6 +744,14 @@ class Peer:
         finally:
             self._watchers.remove(watch)
         self.note_unterminated()
+        if awaiting is not None and limit >= self.timeout:
+            pending = [rid for rid, m in self.conn.pending_outgoing if m == awaiting]
+            if pending:
+                self._missed(
+                    awaiting,
+                    f"no {what}, and no response to {awaiting} (id {pending[0]!r}), within {limit:g} s{self._stall()}",
+                    limit,
+                )
         raise PeerTimeout(f"no {what} within {limit:g} s{self._stall()}", self.stderr_tail())
 
     def _leave_slot(self) -> None:

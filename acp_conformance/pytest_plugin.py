@@ -305,7 +305,7 @@ def acp_agent(request: pytest.FixtureRequest, tmp_path: Path) -> AgentHarness:
     state = request.config.stash.get(STATE, None)
     if state is None or state.agent is None:
         pytest.skip("no --acp-agent given")
-    harness = AgentHarness(state.agent, state.validator, tmp_path)
+    harness = AgentHarness(state.agent, state.validator, tmp_path, label=request.node.nodeid)
     request.node.stash[HARNESS] = harness
     return harness
 

@@ -2232,6 +2232,12 @@ def _damage(draw: DrawFn, frame: Frame, kind: str, huge: int, max_chunks: int) -
             new = body[:at]
             detail = f"cut at byte {at} of {len(body)}"
         line = new + b"\n"
+        expect = _classify_bytes(line)
+        if kind == "invalid-utf8" and expect.codes == frozenset({PARSE_ERROR}):
+            # A lenient decoder (both TypeScript SDKs use a non-fatal TextDecoder) turns the bytes
+            # into U+FFFD and may then see JSON that is no request (-32600), or even a request it can
+            # serve: each is a receiver coping with input a conforming sender never writes.
+            expect = replace(expect, codes=frozenset({PARSE_ERROR, INVALID_REQUEST}), result_ok=True)
         return replace(
             frame,
             data=line,
@@ -2240,7 +2246,7 @@ def _damage(draw: DrawFn, frame: Frame, kind: str, huge: int, max_chunks: int) -
             mutation=kind,
             detail=detail,
             id=NO_ID,
-            expect=_classify_bytes(line),
+            expect=expect,
             chunks=(),
             kind="garbage",
             method=None,

@@ -34,6 +34,7 @@ __all__ = ["Connection", "Role"]
 C_ID_ECHO = "jsonrpc.response-id-echo"
 C_NO_DUP = "jsonrpc.no-duplicate-response"
 C_REQUEST_SHAPE = "jsonrpc.request-shape"
+C_NOTIFICATION = "jsonrpc.notification-no-response"
 
 
 class Role(enum.Enum):
@@ -70,6 +71,10 @@ class Connection:
         # id_keys of raw frames we wrote ourselves (malformed on purpose): answers under them are
         # neither paired with a method nor flagged, however many come.
         self._unpaired: set[tuple[str, Any]] = set()
+        #: Methods of the notifications we sent, and whether we ever wrote a raw frame: what an
+        #: answer without an id can have answered (see ``_idless``).
+        self._notified: set[str] = set()
+        self._raw_sent = False
         self.inbound_frames = 0
         self.eof = False
 
@@ -101,6 +106,8 @@ class Connection:
         if msg is None:
             return out
         kind, problems = jsonrpc.classify(msg, data)
+        if kind is None and isinstance(msg, dict) and "id" not in msg and ("result" in msg or "error" in msg):
+            problems = [self._idless(msg, v) if v.clause_id == C_ID_ECHO else v for v in problems]
         out.extend(self._hygiene(_at(v, index)) for v in problems)
         if kind == "request":
             out.extend(self._on_request(msg, data, index))
@@ -118,6 +125,39 @@ class Connection:
         elif kind == "response":
             out.extend(self._on_response(msg, data, index))
         return out
+
+    def _idless(self, msg: dict[str, Any], v: Violation) -> Violation:
+        """An answer with no ``id`` member: which rule it breaks.
+
+        It answers one of our notifications (``jsonrpc.notification-no-response``) when it names
+        one (its error data or message holds the method of a notification we sent), or when
+        nothing else of ours can be answered without an id: we never wrote a malformed frame (an
+        unreadable id may be answered with a null one) and every request of ours has been answered
+        under its own id.  Otherwise it is a response that dropped its id (``response-id-echo``).
+        """
+        err = msg.get("error")
+        text = ""
+        if isinstance(err, dict):
+            text = f"{err.get('message')!s} {jsonrpc.dumps(err.get('data')).decode('utf-8', 'replace')}"
+        named = sorted(m for m in self._notified if m in text)
+        if named:
+            why = f"it names our notification {named[0]}"
+        elif self._notified and not self._raw_sent and not self._outgoing:
+            why = "we wrote no malformed frame and no request of ours is unanswered, so it answers a notification"
+        else:
+            return v
+        kind = "an error" if "error" in msg else "a result"
+        return Violation(
+            C_NOTIFICATION,
+            f"{kind} without an id answering a notification ({why}): notifications are never answered",
+            v.severity,
+            v.raw,
+            v.index,
+        )
+
+    def note_raw_sent(self) -> None:
+        """We wrote bytes ourselves (a malformed frame on purpose): an answer without an id may be to them."""
+        self._raw_sent = True
 
     def _hygiene(self, v: Violation) -> Violation:
         """Non-protocol output breaks the sender's stream-hygiene clause."""
@@ -233,6 +273,7 @@ class Connection:
         return rid, jsonrpc.dumps(msg) + b"\n"
 
     def send_notification(self, method: str, params: Any = None) -> bytes:
+        self._notified.add(method)
         msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             msg["params"] = params

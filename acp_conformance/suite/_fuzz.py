@@ -32,7 +32,6 @@ the plugin resolves ``random`` once, before xdist workers start):
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import secrets
@@ -527,6 +526,11 @@ class FrameFuzzer(ABC):
             assert self._live is not None
             if not self._applicable(frame, self._live):
                 return
+            deadlines = self._live.conn.peer.deadlines
+            if frame.method and deadlines is not None and deadlines.given_up(frame.method):
+                # The peer already let this method's deadline pass twice in the run: not waited out again.
+                self.skipped += 1
+                return
             expect = judge(frame, self._live) if judge else frame.expect
             problems = self._attribute(frame, self._live, self.portal.call(self._exchange, self._live, frame, expect))
             self.ran += 1
@@ -604,8 +608,12 @@ class FrameFuzzer(ABC):
                         id_key(ev.id) == key or (expect.null_id_ok and ev.id is None and ev.is_error)
                     )
 
-                with contextlib.suppress(PeerTimeout):
+                try:
                     await peer.wait_for(answered, start=mark, timeout=self.timeout, what="its answer")
+                except PeerTimeout:
+                    if peer.deadlines is not None and frame.method and self.forbidden(frame, live) is None:
+                        # A valid request unanswered (the example's finding is its FAIL): a miss for the run.
+                        peer.deadlines.missed(frame.method, peer.where or "an earlier test")
             for _ in range(2):
                 # Never under the frame's own id: its answer would be taken for the probe's.
                 pid = peer.conn.next_request_id()

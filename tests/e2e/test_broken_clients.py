@@ -128,7 +128,7 @@ def test_broken_client_fails_exactly_its_clause(name: str, tmp_path: Path) -> No
         f"{PY} {BROKEN} {name} {args}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=10", *select,
         profile=profile,
     )
-    findings = run.with_status("FAIL", "WARN")
+    findings = run.with_status("FAIL", "WARN", "INFO")
     assert run.statuses()[b.breaks] == b.status, run.stdout[-3000:]
     if b.scenario:
         # The library file catches it too, on the clause it names (suite/client/test_scenarios.py).
@@ -159,7 +159,7 @@ def test_reference_client_is_conformant_serially_and_under_xdist(tmp_path: Path)
         assert run.report["verdict"]["conformant"], run.stdout[-3000:]
         assert run.returncode == 0
         assert "ACP verdict: CONFORMANT" in run.stdout
-        assert not run.with_status("FAIL", "WARN"), run.stdout[-3000:]
+        assert not run.with_status("FAIL", "WARN", "INFO"), run.stdout[-3000:]
         assert run.report["peer"]["role"] == "client"
         assert run.report["peer"]["info"]["name"] == "acp-conformance-mock-client"
     assert serial.statuses() == parallel.statuses()
@@ -189,7 +189,7 @@ def test_reference_client_passes_the_scenario_library_with_prompts_on_stdin(tmp_
     }
     assert expected and set(got) == expected, (sorted(got), run.stdout[-3000:])
     assert set(got.values()) == {"PASS"}, (got, run.stdout[-3000:])
-    assert not run.with_status("FAIL", "WARN"), run.stdout[-3000:]
+    assert not run.with_status("FAIL", "WARN", "INFO"), run.stdout[-3000:]
     assert not processes_under(tmp_path), "a client or relay agent outlived the run"
 
 

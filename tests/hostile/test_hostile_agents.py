@@ -320,3 +320,35 @@ def test_agent_attacking_the_sandbox_over_the_wire(tmp_path: Path, baseline_mib:
     everything = "\n".join(lines) + run.files["report.json"] + run.files["report.md"]
     assert "CANARY-3f9a7c" not in everything
     assert marker not in everything, "the user's environment reached the agent through a terminal"
+
+
+#: Tests that each need a prompt answered (or a turn to progress), in several modules.
+PROMPT_TESTS = (
+    "test_basic_prompt_turn",
+    "test_cancel_while_streaming",
+    "test_cancel_twice",
+    "test_cancel_early_in_the_turn",
+    "test_cancel_when_idle_leaves_the_session_usable",
+    "test_rejected_tool_does_not_run",
+    "test_stop_reason_refusal",
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "method"), [("answers-some", "session/prompt"), ("wrong-session-new-id", "session/new")]
+)
+def test_a_method_that_hangs_twice_is_not_waited_for_again(tmp_path: Path, name: str, method: str) -> None:
+    """Two missed deadlines for one method, then every later test needing it ends at once,
+    INCONCLUSIVE, naming where it was missed: a hanging peer costs two deadlines, not one per test."""
+    run = run_hostile(name, tmp_path, *only(*PROMPT_TESTS), *FAST)
+    assert "jsonrpc.every-request-answered" in run.with_status("FAIL"), run.summary()
+    missed = [m for m in run.messages("jsonrpc.every-request-answered", "FAIL") if method in m]
+    assert 1 <= len(missed) <= 2, missed
+    gave_up = [
+        t["message"]
+        for c in run.report["clauses"]
+        for t in c["tests"]
+        if t["status"] == "INCONCLUSIVE" and f"{method} not sent: the peer already let its deadline pass" in t["message"]
+    ]
+    assert gave_up, run.summary()
+    assert all(m.count("::test_") >= 2 for m in gave_up), gave_up[:1]  # both earlier tests named

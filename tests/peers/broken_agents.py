@@ -141,6 +141,14 @@ class AnswersNotifications(MockAgent):
         self.peer.start_soon(self.peer.send_raw, b'{"jsonrpc":"2.0","id":null,"result":{}}\n')
 
 
+class AnswersNotificationsWithoutId(MockAgent):
+    """zed codex-acp 0.16.0 answers notifications it does not handle with an error that has no id."""
+
+    def on_other_notification(self, note: Notification) -> None:
+        frame = b'{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found","data":"%s"}}\n'
+        self.peer.start_soon(self.peer.send_raw, frame % note.method.encode())
+
+
 class IgnoresExtensionRequests(MockAgent):
     def install_handlers(self, peer: Peer) -> None:
         super().install_handlers(peer)
@@ -329,7 +337,7 @@ BREAKAGES: dict[str, Breakage] = {
     "bad-utf8": Breakage(BadUtf8, "transport.utf8"),
     "batch": Breakage(Batch, "transport.stdio.one-message-per-line"),
     "partial-line-at-exit": Breakage(PartialLineAtExit, "transport.stdio.newline-delimited"),
-    "never-exits": Breakage(NeverExits, "transport.stdio.exit-on-stdin-close", status="WARN"),
+    "never-exits": Breakage(NeverExits, "transport.stdio.exit-on-stdin-close", status="INFO"),
     "jsonrpc-1.0": Breakage(WrongJsonrpcVersion, "jsonrpc.version-field"),
     "stringified-ids": Breakage(
         StringifiedIds,
@@ -366,6 +374,7 @@ BREAKAGES: dict[str, Breakage] = {
         also=frozenset({"jsonrpc.response-id-echo"}),
         why_also="the stray answer carries an id that matches no request we sent",
     ),
+    "answers-notifications-without-id": Breakage(AnswersNotificationsWithoutId, "jsonrpc.notification-no-response"),
     "ignores-extension-requests": Breakage(IgnoresExtensionRequests, "jsonrpc.every-request-answered"),
     "exits-on-unknown-notification": Breakage(
         ExitsOnUnknownNotification,
@@ -378,9 +387,15 @@ BREAKAGES: dict[str, Breakage] = {
         EchoesVersion,
         "init.version.latest-otherwise",
         also=frozenset({"init.version.v0"}),
-        why_also="echoing every version also echoes the pre-release 0 (a WARN)",
+        why_also="echoing every version also echoes the pre-release 0 (noted INFO on the informative clause)",
     ),
-    "echoes-version-zero": Breakage(EchoesVersionZero, "init.version.v0", status="WARN"),
+    "echoes-version-zero": Breakage(
+        EchoesVersionZero,
+        "init.version.v0",
+        status="INFO",
+        also=frozenset({"init.version.latest-otherwise"}),
+        why_also="0 is a version a v1 agent does not support: answering it with 0 breaks latest-otherwise's MUST",
+    ),
     "error-on-unsupported-version": Breakage(ErrorOnUnsupportedVersion, "init.version.latest-otherwise"),
     "answers-version-2": Breakage(AnswersVersion2, "init.version.same-if-supported"),
     "no-protocol-version": Breakage(NoProtocolVersion, "init.response.protocol-version"),
@@ -389,7 +404,7 @@ BREAKAGES: dict[str, Breakage] = {
     "session-capability-not-object": Breakage(SessionCapabilityNotObject, "cap.object-presence"),
     "auth-method-without-name": Breakage(AuthMethodWithoutName, "auth.methods.advertised"),
     "no-agent-info": Breakage(NoAgentInfo, "init.response.agent-info", status="WARN"),
-    "broken-by-second-initialize": Breakage(BrokenBySecondInitialize, "init.once", status="WARN"),
+    "broken-by-second-initialize": Breakage(BrokenBySecondInitialize, "init.once", status="INFO"),
     "constant-session-id": Breakage(ConstantSessionId, "session.new.unique-id"),
     "inconsistent-modes": Breakage(InconsistentModes, "mode.state.shape"),
     "invalid-session-new-result": Breakage(

@@ -516,6 +516,16 @@ class AnswersNotifications(MockClient):
         super().on_notification(note)
 
 
+class CustomNotificationWithoutUnderscore(MockClient):
+    """Sends a custom notification whose method does not start with ``_`` (extensibility.mdx: custom
+    methods are prefixed with ``_``); the client report once said CONFORMANT beside that FAIL."""
+
+    async def initialize(self) -> bool:
+        ok = await super().initialize()
+        await self.peer.notify("acme/status", {"state": "ready"}, validate=False)
+        return ok
+
+
 class ExitsOnUnknownNotification(MockClient):
     def on_notification(self, note: Notification) -> None:
         if note.method.startswith("_acp_conformance/unknown_notification"):
@@ -883,7 +893,7 @@ BREAKAGES: dict[str, ClientBreakage] = {
         why_also="cancelled is not the option of the configured policy",
     ),
     "hardcoded-option-id": ClientBreakage(HardcodedOptionId, "perm.response.valid-option"),
-    "ignores-permission-policy": ClientBreakage(IgnoresPermissionPolicy, "perm.auto", status="WARN"),
+    "ignores-permission-policy": ClientBreakage(IgnoresPermissionPolicy, "perm.auto", status="INFO"),
     "pending-not-cancelled": ClientBreakage(
         PendingNotCancelled, "perm.cancelled-on-cancel", scenario="client-cancel-pending-permission"
     ),
@@ -900,6 +910,9 @@ BREAKAGES: dict[str, ClientBreakage] = {
     "answers-notifications": ClientBreakage(
         AnswersNotifications, "jsonrpc.notification-no-response",
     ),
+    "custom-notification-without-underscore": ClientBreakage(
+        CustomNotificationWithoutUnderscore, "ext.method.underscore"
+    ),
     "exits-on-unknown-notification": ClientBreakage(
         ExitsOnUnknownNotification, "ext.notification.ignore", status="WARN",
         also=frozenset({"jsonrpc.every-request-answered"}),
@@ -907,7 +920,7 @@ BREAKAGES: dict[str, ClientBreakage] = {
     ),
     "confuses-id-spaces": ClientBreakage(ConfusesIdSpaces, "jsonrpc.id-spaces-independent"),
     "rejects-meta": ClientBreakage(RejectsMeta, "ext.meta.everywhere"),
-    "stderr-not-drained": ClientBreakage(StderrNotDrained, "transport.stdio.stderr-logs", status="WARN"),
+    "stderr-not-drained": ClientBreakage(StderrNotDrained, "transport.stdio.stderr-logs", status="INFO"),
     # terminal
     "no-terminal-exit-code": ClientBreakage(NoTerminalExitCode, "term.wait"),
     "negative-exit-code": ClientBreakage(

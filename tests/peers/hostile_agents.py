@@ -126,6 +126,16 @@ class AnswersSome(MockAgent):
         return NO_ANSWER
 
 
+class WrongSessionNewId(MockAgent):
+    """Answers ``session/new`` under an id we never used (the real request stays unanswered)."""
+
+    async def handle_new_session(self, req: Request) -> Any:
+        result = await super().handle_new_session(req)
+        frame = {"jsonrpc": "2.0", "id": f"not-{req.id}", "result": result}
+        await self.peer.send_raw(orjson.dumps(frame) + b"\n")
+        return NO_ANSWER
+
+
 class PartialFrame(MockAgent):
     """On ``session/prompt``: half of the response frame, no newline, then nothing (until EOF)."""
 
@@ -530,6 +540,7 @@ def _plain(fn: Callable[[], int]) -> Callable[[list[str]], int]:
 HOSTILE: dict[str, Hostile] = {
     "silent": Hostile(_plain(silent), "never writes a byte (reads stdin until EOF)"),
     "answers-some": Hostile(_agent(AnswersSome), "answers every request but session/prompt"),
+    "wrong-session-new-id": Hostile(_agent(WrongSessionNewId), "answers session/new under an id we never sent"),
     "partial-frame": Hostile(_agent(PartialFrame), "writes half a response line, no newline, then hangs"),
     "huge-line": Hostile(_agent(HugeLine), "a 100 MiB line at the start of every turn"),
     "stdout-flood": Hostile(_agent(StdoutFlood), "200,000 valid notifications at full speed (once per run)"),

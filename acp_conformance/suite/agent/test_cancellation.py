@@ -201,7 +201,9 @@ async def judge_cancelled_turn(
 async def start_long_turn(acp: AgentHarness, conn: Connection, sid: str) -> Cancelled:
     """Send --acp-long-prompt and wait until the agent visibly works on it."""
     rid, start = await conn.client.send_prompt(sid, acp.config.long_prompt)
-    await conn.peer.wait_for(turn_sign(sid, rid), start=start, what="the first output of the long turn")
+    await conn.peer.wait_for(
+        turn_sign(sid, rid), start=start, what="the first output of the long turn", awaiting="session/prompt"
+    )
     ended_before(conn, rid)
     return Cancelled(sid, rid, acp.config.long_prompt)
 
@@ -406,7 +408,9 @@ async def pending_permission(acp: AgentHarness, conn: Connection, sid: str) -> t
             and e.params.get("sessionId") == sid
         ) or is_prompt_response(rid)(e)
 
-    ev = await conn.peer.wait_for(asked_or_done, start=start, what="a permission request or the turn's end")
+    ev = await conn.peer.wait_for(
+        asked_or_done, start=start, what="a permission request or the turn's end", awaiting="session/prompt"
+    )
     if isinstance(ev, Response):
         not_applicable(no_tool_reason(conn.peer.events, sid, start, what=NO_PERMISSION))
     while True:  # the endpoint registers the request in its own handler task
@@ -516,7 +520,9 @@ async def test_cancel_while_a_client_request_is_held(
                 and e.params.get("sessionId") == sid
             ) or is_prompt_response(rid)(e)
 
-        ev = await conn.peer.wait_for(held_or_done, start=start, what="an fs/* or terminal/* request, or the end")
+        ev = await conn.peer.wait_for(
+            held_or_done, start=start, what="an fs/* or terminal/* request, or the end", awaiting="session/prompt"
+        )
         if isinstance(ev, Response):
             what = "made no fs/* or terminal/* request of the client during its tool turn"
             not_applicable(no_tool_reason(conn.peer.events, sid, start, what=what))

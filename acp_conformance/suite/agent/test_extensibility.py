@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from acp_conformance._pytest_keys import STATE
-from acp_conformance.checks.sessions import session_updates, trace_key_problems, undeclared_fields, update_kind
+from acp_conformance.checks.sessions import (
+    session_updates,
+    trace_key_problems,
+    undeclared_fields,
+    update_kind,
+    withdrawn_field,
+)
 from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.core.jsonrpc import ErrorCode
 from acp_conformance.errors import PeerTimeout
@@ -220,7 +226,16 @@ def _draft_defs(request: pytest.FixtureRequest) -> dict[str, Any] | None:
     return defs if isinstance(defs, dict) else None
 
 
-@pytest.mark.clause("ext.meta.trace-keys", "session.info-update.fields", "ext.no-root-fields")
+def _at(obj: Any, ptr: str) -> Any:
+    node = obj
+    for part in [p for p in ptr.split("/") if p]:
+        node = node.get(part) if isinstance(node, dict) else node[int(part)] if isinstance(node, list) else None
+    return node
+
+
+@pytest.mark.clause(
+    "ext.meta.trace-keys", "session.info-update.fields", "ext.no-root-fields", "ext.withdrawn-draft-field"
+)
 async def test_custom_data_only_under_meta(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
     """A session, a plain and a tool turn: every object the agent sends declares only spec fields
     (custom data goes under _meta), and the W3C trace keys in _meta carry only trace context."""
@@ -264,14 +279,33 @@ async def test_custom_data_only_under_meta(acp_agent: AgentHarness, request: pyt
         draft = _draft_defs(request)
         extra: list[str] = []
         drafted: list[str] = []
+        withdrawn: list[str] = []
+        variants: list[str] = []
         for where, name, obj in payloads:
-            unknown = undeclared_fields(defs, name, obj)
+            odd: list[str] = []
+            unknown = undeclared_fields(defs, name, obj, odd)
             in_draft = set(unknown) - set(undeclared_fields(draft, name, obj)) if draft and unknown else set()
-            extra += [f"{where}: {ptr}" for ptr in unknown if ptr not in in_draft]
-            drafted += [f"{where}: {ptr}" for ptr in unknown if ptr in in_draft]
+            for ptr in [*unknown, *odd]:
+                gone = withdrawn_field(name, ptr, obj)
+                if ptr in in_draft:
+                    drafted.append(f"{where}: {ptr}")
+                elif gone is not None:
+                    withdrawn.append(f"{where}: {ptr}, from {gone.revision} (use {gone.replacement})")
+                elif ptr in odd:
+                    variants.append(f"{where}: {ptr} = {_at(obj, ptr)!r}")  # an unknown variant: no field
+                else:
+                    extra.append(f"{where}: {ptr}")
         note = ""
         if drafted:
             note = f"; {len(drafted)} field(s) of the unstable schema not judged: {'; '.join(drafted[:4])}"
+        if variants:
+            note += f"; unknown discriminator value(s), not undefined fields: {'; '.join(variants[:4])}"
+        acp_agent.check(
+            "ext.withdrawn-draft-field",
+            not withdrawn,
+            "no withdrawn draft name of the protocol in the agent's messages",
+            "; ".join(withdrawn[:4]),
+        )
         acp_agent.check(
             "ext.no-root-fields",
             not extra,

@@ -98,7 +98,9 @@ async def test_terminal_released_after_cancel(acp_agent: AgentHarness) -> None:
         def created_or_done(e: Event) -> bool:
             return (isinstance(e, Request) and e.method == "terminal/create") or is_prompt_response(rid)(e)
 
-        ev = await conn.peer.wait_for(created_or_done, start=start, what="terminal/create or the turn's end")
+        ev = await conn.peer.wait_for(
+            created_or_done, start=start, what="terminal/create or the turn's end", awaiting="session/prompt"
+        )
         if not isinstance(ev, Request):
             what = "started no command in a client terminal (terminal/create)"
             not_applicable(no_tool_reason(conn.peer.events, sid, start, what=what))

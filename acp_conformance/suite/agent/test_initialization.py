@@ -89,17 +89,22 @@ async def test_pre_release_version_0_gets_latest(acp_agent: AgentHarness) -> Non
     """Ask for 0 (the pre-release): success required (v1 has no error for a mismatch)."""
     error, result = await _negotiate(acp_agent, 0)
     version = result.get("protocolVersion") if isinstance(result, dict) else None
-    acp_agent.check(
-        "init.version.latest-otherwise",
-        error is None and _is_int(version),
-        "a successful initialize result (v1 defines no error for a version mismatch)",
-        f"error {error!r}" if error else f"protocolVersion {version!r}",
-    )
+    observed = f"error {error!r}" if error else f"protocolVersion {version!r}"
+    # The informative clause first, from the answer in hand (it never stops the test): 0 is an
+    # unsupported version, so latest-otherwise carries the verdict, once.
     acp_agent.check(
         "init.version.v0",
-        isinstance(version, int) and _is_int(version) and version >= 1,
-        "the agent's own version (1), since version 0 was a pre-release",
-        f"protocolVersion {version!r}",
+        error is None and isinstance(version, int) and _is_int(version) and version >= 1,
+        "the agent's own version (1), since version 0 was a pre-release (judged as init.version.latest-otherwise)",
+        observed,
+    )
+    acp_agent.check(
+        "init.version.latest-otherwise",
+        error is None and _is_int(version) and version != 0,
+        "a successful initialize result carrying the newest version the agent supports (initialization.mdx: "
+        "'Otherwise, the Agent MUST respond with the latest version it supports'; v1 defines no error for a "
+        "version mismatch)",
+        observed,
     )
 
 

@@ -119,7 +119,7 @@ def _judge_config_updates(acp: AgentHarness, known: list[str], updates: list[Any
 
 
 # -------------------------------------------------------------------- modes
-@pytest.mark.clause("mode.set.response", "config.update.complete")
+@pytest.mark.clause("mode.set.response", "mode.set.anytime", "config.update.complete")
 async def test_set_mode_changes_the_current_mode(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         sid = await open_session(acp_agent, conn)
@@ -131,6 +131,19 @@ async def test_set_mode_changes_the_current_mode(acp_agent: AgentHarness) -> Non
         resp = await conn.peer.call("session/set_mode", {"sessionId": sid, "modeId": target})
         await open_session(acp_agent, conn)  # a round trip: updates sent just after the answer arrive before its own
         reported = _mode_updates(conn, sid, start)
+        if resp.is_error:
+            # No MUST makes the switch succeed (session-modes.mdx: "can be changed at any point", no
+            # keyword): refusing an advertised mode, with or without a policy reason, is one WARN.
+            acp_agent.check(
+                "mode.set.anytime",
+                False,
+                f"session/set_mode to the advertised mode {target!r} accepted",
+                f"refused: {describe(resp)}",
+            )
+            refused = "the agent refused the switch (judged on mode.set.anytime)"
+            acp_agent.record("mode.set.response", Status.NOT_APPLICABLE, refused)
+            acp_agent.record("config.update.complete", Status.NOT_APPLICABLE, refused)
+            return
         acp_agent.check(
             "mode.set.response",
             not resp.is_error and isinstance(resp.result, dict) and (not reported or reported[-1] == target),
@@ -172,6 +185,7 @@ async def _during_a_turn(
         lambda e: (isinstance(e, Request) and e.method == "session/request_permission") or answers(rid_turn)(e),
         start=start,
         what="a permission request of the tool turn, or its end",
+        awaiting="session/prompt",
     )
     if isinstance(asked, Request):
         await _during_a_held_turn(acp, conn, sid, rid_turn, clause, method, params, what)

@@ -145,7 +145,10 @@ async def start_long_turn(acp: AgentHarness, conn: Connection, sid: str) -> tupl
     rid, start = await conn.client.send_prompt(sid, acp.config.long_prompt)
     is_update, is_answer = update_for(sid), answers(rid)
     first = await conn.peer.wait_for(
-        lambda e: is_update(e) or is_answer(e), start=start, what="the first update of the long prompt turn"
+        lambda e: is_update(e) or is_answer(e),
+        start=start,
+        what="the first update of the long prompt turn",
+        awaiting="session/prompt",
     )
     if isinstance(first, Response):
         check_auth(acp, conn, first)

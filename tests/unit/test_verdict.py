@@ -1,0 +1,60 @@
+"""The verdict and the per-clause statuses can never contradict each other."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from acp_conformance.clauses import registry
+from acp_conformance.reporting import RunResults
+from acp_conformance.reporting import TestRecord as Record
+from acp_conformance.results import ClauseResult, Status, adjust, breach_status
+
+REG = registry()
+CLIENT_CLAUSES = [c.id for c in REG.for_role("client")]
+STATUSES = list(Status)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    results=st.lists(
+        st.tuples(st.sampled_from(CLIENT_CLAUSES), st.sampled_from(STATUSES)), min_size=1, max_size=40
+    ),
+    checked=st.sets(st.sampled_from(CLIENT_CLAUSES)),
+)
+def test_no_report_shows_a_must_fail_beside_a_conformant_verdict(
+    results: list[tuple[str, Status]], checked: set[str]
+) -> None:
+    run = RunResults(registry=REG, role="client", command="c", checked=checked)
+    run.add(Record("t::x", "passed", [ClauseResult(cid, status) for cid, status in results]))
+    data = run.to_json()
+    fails = [c for c in data["clauses"] if c["status"] == "FAIL"]
+    assert all(REG.get(c["id"]).mandatory for c in fails), "only a MUST / MUST NOT can be FAIL"
+    if fails:
+        assert not data["verdict"]["conformant"]
+        assert {c["id"] for c in fails} <= set(data["verdict"]["failed_mandatory"])
+    warned = [c for c in data["clauses"] if c["status"] == "WARN"]
+    assert all(REG.get(c["id"]).level in ("SHOULD", "SHOULD NOT") for c in warned), "WARN is for SHOULD only"
+    infos = [c for c in data["clauses"] if c["status"] == "INFO"]
+    assert all(REG.get(c["id"]).level == "MAY" for c in infos), "INFO is for MAY only"
+
+
+def test_a_fail_on_a_clause_the_bindings_call_unchecked_still_fails_the_verdict() -> None:
+    # The client report once said CONFORMANT beside ext.method.underscore FAIL (MUST, role both):
+    # the clause was in the client coverage gaps, so its FAIL was skipped.
+    run = RunResults(registry=REG, role="client", command="c", checked=set())
+    run.add(Record("t::x", "failed", [ClauseResult("ext.method.underscore", Status.FAIL, "bad method")]))
+    verdict = run.verdict()
+    assert not verdict["conformant"]
+    assert verdict["failed_mandatory"] == ["ext.method.underscore"]
+    assert "ext.method.underscore" not in verdict["coverage_gaps"]
+
+
+def test_levels_decide_the_status_of_a_breach() -> None:
+    for clause in REG:
+        expected = {"MUST": Status.FAIL, "MUST NOT": Status.FAIL, "SHOULD": Status.WARN, "SHOULD NOT": Status.WARN}
+        assert breach_status(clause) is expected.get(clause.level, Status.INFO)
+        for status in (Status.FAIL, Status.WARN, Status.INFO):
+            assert adjust(clause, status) is breach_status(clause)
+        for status in (Status.PASS, Status.NOT_APPLICABLE, Status.INCONCLUSIVE, Status.NOT_TESTED):
+            assert adjust(clause, status) is status
