@@ -287,7 +287,10 @@ class Turn:
         self.cancel_event.set()
         now = anyio.current_time()
         for scope, grace in self.waits:
-            scope.deadline = min(scope.deadline, now + grace)
+            # session/cancel: the client answers our pending permission requests (it MUST), so
+            # they get a grace period.  $/cancel_request cancels the request itself: its nested
+            # requests are withdrawn at once (cancellation.mdx: "MAY cancel ... all nested activities").
+            scope.deadline = min(scope.deadline, now + (0.0 if reason == "$/cancel_request" else grace))
 
 
 # -------------------------------------------------------------------------- agent

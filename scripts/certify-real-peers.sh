@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Certify the pinned real ACP agents and write their reports under reports/.
+# Certify the pinned real ACP agents and clients and write their reports under reports/.
 # Run from the repository root after `./run setup`.  Each report records the exact
 # command, the peer's own agentInfo, the schema and the verdict.
 #
@@ -28,11 +28,23 @@ declare -A EXTRA=(
   [zed-codex-acp]="--acp-timeout=30"
 )
 
+# Clients: the suite plays the agent ({agent} is its relay); a profile says how to drive each.
+declare -A CLIENT=(
+  [acpx-client]="$ROOT/node_modules/.bin/acpx {permission} --format json --agent {agent} exec {prompt}"
+  [python-sdk-client]="$PY $EX/client.py {agent_argv}"
+  [mock-client]="$PY -m mock_client {permission} --caps fs,terminal --agent {agent} --prompt {prompt}"
+)
+declare -A PROFILE=(
+  [acpx-client]="acpx"
+  [python-sdk-client]="python-sdk-client"
+  [mock-client]="mock-client"
+)
+
 run_one() {
-  local name="$1" cmd="$2"; shift 2
+  local role="$1" name="$2" cmd="$3"; shift 3
   echo "==> $name: $cmd" >&2
   local work; work="$(mktemp -d)"
-  ( cd "$work" && "$PY" -m pytest -p no:cacheprovider -q -n 2 --acp-agent="$cmd" \
+  ( cd "$work" && "$PY" -m pytest -p no:cacheprovider -q -n 2 --acp-"$role"="$cmd" \
       --acp-report-json="$ROOT/reports/$name.json" "$@" ) | tail -n 3 || true
   rm -rf "$work"
 }
@@ -40,5 +52,10 @@ run_one() {
 want="${1:-all}"
 for name in "${!CMD[@]}"; do
   # shellcheck disable=SC2086  # EXTRA holds whole options, split on purpose
-  if [ "$want" = all ] || [ "$want" = "$name" ]; then run_one "$name" "${CMD[$name]}" ${EXTRA[$name]:-}; fi
+  if [ "$want" = all ] || [ "$want" = "$name" ]; then run_one agent "$name" "${CMD[$name]}" ${EXTRA[$name]:-}; fi
+done
+for name in "${!CLIENT[@]}"; do
+  if [ "$want" = all ] || [ "$want" = "$name" ]; then
+    run_one client "$name" "${CLIENT[$name]}" --acp-client-profile="${PROFILE[$name]}"
+  fi
 done

@@ -28,6 +28,11 @@ class SuiteRun:
     def with_status(self, *wanted: str) -> set[str]:
         return {cid for cid, s in self.statuses().items() if s in wanted}
 
+    def messages(self, cid: str, status: str | None = None) -> list[str]:
+        """The per-test messages of one clause (those with ``status``, when given)."""
+        clause = next(c for c in self.report["clauses"] if c["id"] == cid)
+        return [t["message"] for t in clause["tests"] if status is None or t["status"] == status]
+
 
 def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240, role: str = "agent") -> SuiteRun:
     """``pytest --acp-agent=AGENT`` (``role="client"``: ``--acp-client``) in a fresh directory,

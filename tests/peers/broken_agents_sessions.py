@@ -332,6 +332,14 @@ class UnreservedCategory(MockAgent):
         return options
 
 
+class UnreservedCategoryAndBoolean(UnreservedCategory):
+    """Both at once: the SHOULD NOT (category) must not stop the test before the MUST NOT (boolean)."""
+
+    def config_options(self, session: Session) -> list[Json]:
+        brave = {"id": "brave", "name": "Brave mode", "type": "boolean", "currentValue": False}
+        return [*super().config_options(session), brave]
+
+
 class UngatedBooleanOption(MockAgent):
     def config_options(self, session: Session) -> list[Json]:
         brave = {"id": "brave", "name": "Brave mode", "type": "boolean", "currentValue": False}
@@ -609,6 +617,12 @@ BREAKAGES: dict[str, Breakage] = {
     "partial-config-update": _b(PartialConfigUpdate, "config.update.complete"),
     "config-value-not-listed": _b(ConfigValueNotListed, "config.default-value"),
     "unreserved-category": _b(UnreservedCategory, "config.category.reserved", "WARN"),
+    "unreserved-category-and-boolean": _b(
+        UnreservedCategoryAndBoolean,
+        "config.boolean.gated",
+        also={"config.category.reserved"},
+        why="the unreserved category is judged too (a WARN), and no longer hides the boolean option",
+    ),
     "ungated-boolean-option": _b(UngatedBooleanOption, "config.boolean.gated"),
     "no-mode-config-option": _b(NoModeConfigOption, "mode.dual-advertise", "WARN"),
     "rejects-meta-in-session-new": _b(RejectsMetaInSessionNew, "ext.meta.everywhere"),

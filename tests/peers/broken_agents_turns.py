@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _breakage import Breakage, Json
 
 from acp_conformance.core import jsonrpc
-from acp_conformance.peer import HandlerError
+from acp_conformance.peer import NO_ANSWER, HandlerError
 from mock_agent import MockAgent, Session, Turn
 
 END_TURN = "end_turn"
@@ -344,6 +344,17 @@ class AnswersConcurrentPromptsTwice(MockAgent):
         return await super().handle_prompt(req)  # refuses it (again)
 
 
+class NeverAnswersOverlappingPrompt(MockAgent):
+    """zed codex-acp 0.16.0: a second session/prompt while one runs is never answered."""
+
+    async def handle_prompt(self, req: Any) -> Any:
+        params = req.params if isinstance(req.params, dict) else {}
+        session = self.sessions.get(params.get("sessionId", ""))
+        if session is not None and session.turn is not None:
+            return NO_ANSWER
+        return await super().handle_prompt(req)
+
+
 class RejectsDeclaredImages(MockAgent):
     async def prompt_turn(self, turn: Turn) -> str:
         if any(b.get("type") == "image" for b in turn.prompt):
@@ -449,6 +460,7 @@ BREAKAGES: dict[str, Breakage] = {
         also=frozenset({"jsonrpc.no-duplicate-response"}),
         why_also="the second answer to the overlapping prompt is a duplicate response",
     ),
+    "never-answers-overlapping-prompt": Breakage(NeverAnswersOverlappingPrompt, "jsonrpc.every-request-answered"),
     "talks-after-crossing-cancel": Breakage(
         TalksAfterCrossingCancel,
         "prompt.updates.before-response",

@@ -12,8 +12,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from mock_agent import MockAgent
+from typing import Any
+
+from mock_agent import MockAgent, Turn
 from mock_agent.cli import main
+
+Json = dict[str, Any]
 
 
 class FastTurns(MockAgent):
@@ -26,7 +30,53 @@ class FastTurns(MockAgent):
     long_turn_seconds = 0.0
 
 
-AGENTS: dict[str, type[MockAgent]] = {"fast-turns": FastTurns}
+class TwoToolCalls(MockAgent):
+    """Every tool turn first announces and finishes a read-only lookup (its own toolCallId), then
+    does the usual write: two tool calls per turn, each updated only after its announcement (the
+    TypeScript SDK example does this; the suite once warned tool.update.known-id on the second)."""
+
+    async def turn_tool(self, turn: Turn) -> str:
+        lookup = turn.session.next_tool_call_id()
+        await self.emit(
+            turn,
+            {"sessionUpdate": "tool_call", "toolCallId": lookup, "title": "Look around", "kind": "read",
+             "status": "pending"},
+        )
+        await self.emit(turn, self.tool_update(lookup, "in_progress"))
+        await self.emit(turn, self.tool_update(lookup, "completed", [self.text_content("nothing to see")]))
+        return await super().turn_tool(turn)
+
+
+class AnnouncesWhenRunning(MockAgent):
+    """Asks permission first and announces the tool call only once it runs, with status
+    in_progress (zed codex-acp does this; prompt-turn.mdx § 5 asks for the status, not a frame)."""
+
+    async def emit(self, turn: Turn, update: Json) -> None:
+        if update.get("sessionUpdate") == "tool_call":
+            self._announce = update  # held back until the permission is granted
+            return
+        if update.get("sessionUpdate") == "tool_call_update" and update.get("status") == "in_progress":
+            announced = getattr(self, "_announce", None)
+            if announced is not None and announced.get("toolCallId") == update.get("toolCallId"):
+                self._announce = None
+                update = {**announced, **{k: v for k, v in update.items() if k != "sessionUpdate"}}
+                update["sessionUpdate"] = "tool_call"
+        await super().emit(turn, update)
+
+    async def request_permission(self, turn: Turn, tool_call_id: str) -> str:
+        decision = await super().request_permission(turn, tool_call_id)
+        announced = getattr(self, "_announce", None)
+        if decision not in ("allow_once", "allow_always") and announced is not None:
+            self._announce = None
+            await super().emit(turn, announced)  # a rejected call is still announced, then failed
+        return decision
+
+
+AGENTS: dict[str, type[MockAgent]] = {
+    "fast-turns": FastTurns,
+    "two-tool-calls": TwoToolCalls,
+    "announces-when-running": AnnouncesWhenRunning,
+}
 
 
 if __name__ == "__main__":

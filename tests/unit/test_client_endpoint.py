@@ -379,3 +379,36 @@ async def test_a_flooded_turn_says_how_many_events_the_bounded_log_dropped(tmp_p
             assert len(flooded.updates) + flooded.dropped == 60
             await client_end.close_output()
         tg.cancel_scope.cancel()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("next_turn", [False, True])
+async def test_a_cancel_ends_with_its_turn(schema_validator: SchemaValidator, next_turn: bool) -> None:
+    """Per-turn state ends with its turn: after a cancelled turn was answered (and when a new
+    prompt starts), permission requests are answered by the policy again, not ``cancelled``
+    (the suite once answered later turns' requests cancelled without having cancelled them)."""
+    from acp_conformance.peer import NO_ANSWER
+
+    with anyio.fail_after(10):
+        async with endpoint(schema_validator, permission="allow_once") as (ep, agent):
+            prompts: list[Any] = []
+            arrived = anyio.Event()
+
+            async def on_prompt(req: Any) -> Any:
+                prompts.append(req)
+                arrived.set()
+                return NO_ANSWER
+
+            agent.handlers["session/prompt"] = on_prompt
+            rid, _ = await ep.send_prompt(SID, "first")
+            await ep.cancel(SID)
+            during = await agent.request("session/request_permission", permission_params("t1"))
+            assert during == {"outcome": {"outcome": "cancelled"}}  # the cancelled turn still runs
+            await arrived.wait()
+            await agent.respond(prompts[0].id, {"stopReason": "cancelled"}, method="session/prompt")
+            await ep.peer.wait_response(rid, method="session/prompt")
+            if next_turn:
+                await ep.send_prompt(SID, "second")
+            after = await agent.request("session/request_permission", permission_params("t2"))
+            assert after == {"outcome": {"outcome": "selected", "optionId": "a1"}}
+            assert not ep.is_cancelled(SID)

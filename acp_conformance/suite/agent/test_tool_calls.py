@@ -106,11 +106,14 @@ async def round_trip(conn: Connection, *, also: Callable[[Event], bool] | None =
     return await conn.peer.wait_for(done, start=mark, what=f"an answer to our {PING} request")
 
 
-async def wait_prompt_response(conn: Connection, rid: Any, start: int, timeout: float | None = None) -> Response | None:
+async def wait_prompt_response(
+    conn: Connection, rid: Any, start: int, timeout: float | None = None, *, flag: bool = True
+) -> Response | None:
     """The session/prompt response, or None if none came in time.  A full deadline passing is
     ``jsonrpc.every-request-answered`` (and a miss the run remembers, so a peer that never answers
-    prompts costs two deadlines, not one per test); a shorter observation window flags nothing."""
-    full = timeout is None or timeout >= conn.peer.timeout
+    prompts costs two deadlines, not one per test); a shorter observation window flags nothing,
+    nor does a wait whose silence a more specific clause judges (``flag=False``)."""
+    full = flag and (timeout is None or timeout >= conn.peer.timeout)
     try:
         return await conn.peer.wait_response(rid, method="session/prompt", timeout=timeout, flag=full)
     except PeerTimeout:

@@ -1,5 +1,6 @@
-"""Races are judged only where the order is provable (issue: verdicts you can bet on).
+"""Conforming agents the suite once misjudged: their runs show no finding at all.
 
+Races are judged only where the order is provable.
 A conforming agent whose turns end at once (``tests/peers/conforming_agents.py fast-turns``)
 makes every cancel a race with the turn's own end: its ``end_turn`` may already be in the pipe
 when the cancel arrives, and that is conforming.  The cancellation tests and the cancellation
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.e2e._suite_run import ROOT, run_suite
 
@@ -37,13 +40,28 @@ def test_a_fast_conforming_agent_never_fails_a_cancellation_race(tmp_path: Path)
     )
     ran = [t for c in run.report["clauses"] for t in c["tests"] if "cancel" in t["nodeid"]]
     assert len({t["nodeid"] for t in ran}) >= 10, run.stdout[-3000:]
-    findings = {
-        c["id"]: [t["message"] for t in c["tests"] if t["status"] in ("FAIL", "WARN")]
-        for c in run.report["clauses"]
-        if c["status"] in ("FAIL", "WARN")
-    }
-    assert not findings, findings
+    findings = run.with_status("FAIL", "WARN")
+    assert not findings, {c: run.messages(c) for c in findings}
     judged = run.statuses()
     # The held races are still judged (and pass), the unheld ones are INCONCLUSIVE at worst.
     assert judged["perm.agent-cancel-race"] == "PASS"
     assert judged["cancel.stop-reason"] == "PASS"
+
+
+@pytest.mark.parametrize(
+    ("name", "clauses"),
+    [
+        # Two tool calls in one turn, each updated after its own announcement: no tool.update.known-id WARN.
+        ("two-tool-calls", ("tool.update.known-id", "prompt.tool-in-progress")),
+        # The tool call announced only once it runs, with in_progress: no prompt.tool-in-progress WARN.
+        ("announces-when-running", ("prompt.tool-in-progress", "tool.report")),
+    ],
+)
+def test_conforming_tool_call_orders_get_no_finding(tmp_path: Path, name: str, clauses: tuple[str, ...]) -> None:
+    run = run_suite(
+        f"{PY} {CONFORMING} {name}", tmp_path, "-k", "tool or scenario", "--acp-timeout=5", "-n", "2"
+    )
+    findings = run.with_status("FAIL", "WARN", "INFO")
+    assert not findings, {c: run.messages(c) for c in findings}
+    for clause in clauses:
+        assert run.statuses()[clause] == "PASS", clause
