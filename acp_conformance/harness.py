@@ -168,11 +168,15 @@ class AgentHarness:
         tail = conn.stderr_tail()
         if tail:
             text += "\n--- agent stderr (last lines) ---\n" + "\n".join(redact(line) for line in tail)
+        return text + self._setup_evidence()
+
+    def _setup_evidence(self) -> str:
+        """What the peer profile saw (the scripted model endpoint's requests), for failure reports."""
         for prepared in self.setups[-1:]:
             extra = prepared.evidence()
             if extra:
-                text += "\n--- peer profile (e.g. model endpoint requests) ---\n" + redact(extra)
-        return text
+                return "\n--- peer profile (e.g. model endpoint requests) ---\n" + redactor()(extra)
+        return ""
 
     # ------------------------------------------------------------ connecting
     @asynccontextmanager
@@ -302,6 +306,10 @@ class AgentHarness:
                         # decoder is shown first (its EOF violation would come too late).
                         peer.note_unterminated()
                         found = judge_transcript(transcript, "agent")
+                        extra = self._setup_evidence()
+                        for r in found:
+                            if extra and r.evidence and r.status is not Status.PASS:
+                                r.evidence += extra  # e.g. what the adapter asked the scripted model
                         self.results.extend(found)
                 if not failed:
                     if self.pending_failure is not None:

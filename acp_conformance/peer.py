@@ -114,7 +114,7 @@ NotificationListener = Callable[[Notification], None]
 class DeadlineMemory:
     """Which methods the peer under test let the deadline pass for, across the tests of a run.
 
-    Once a method's deadline has passed ``limit`` times (in two different waits), later requests
+    Once a method's deadline has passed in ``limit`` different tests, later requests
     of that method are not sent at all: ``PeerGaveUp`` ends the test that needs it at once
     (INCONCLUSIVE, naming where it was missed), so a hanging peer costs two deadlines per
     method, not one per test.  ``initialize`` is the handshake's business (harness liveness)."""
@@ -124,8 +124,13 @@ class DeadlineMemory:
         self.misses: dict[str, list[str]] = {}
 
     def missed(self, method: str, where: str) -> None:
-        if method != "initialize":
-            self.misses.setdefault(method, []).append(where)
+        """One more test in which ``method``'s deadline passed (a test counts once, however many
+        of its requests of that method went unanswered: it may probe several on purpose)."""
+        if method == "initialize":
+            return
+        seen = self.misses.setdefault(method, [])
+        if where not in seen:
+            seen.append(where)
 
     def given_up(self, method: str) -> bool:
         return len(self.misses.get(method, [])) >= self.limit

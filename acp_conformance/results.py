@@ -55,8 +55,9 @@ class Status(enum.StrEnum):
 _RANK = {
     Status.FAIL: 6,
     Status.WARN: 5,
-    Status.PASS: 4,
-    Status.INFO: 3,
+    # A note beats a pass: a MAY done in one test and not in another shows the note (and why).
+    Status.INFO: 4,
+    Status.PASS: 3,
     Status.INCONCLUSIVE: 2,
     Status.NOT_APPLICABLE: 1,
     Status.NOT_TESTED: 0,

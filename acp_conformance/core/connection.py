@@ -35,6 +35,7 @@ C_ID_ECHO = "jsonrpc.response-id-echo"
 C_NO_DUP = "jsonrpc.no-duplicate-response"
 C_REQUEST_SHAPE = "jsonrpc.request-shape"
 C_NOTIFICATION = "jsonrpc.notification-no-response"
+C_SURVIVES = "jsonrpc.survives-invalid-input"
 
 
 class Role(enum.Enum):
@@ -144,6 +145,16 @@ class Connection:
             why = f"it names our notification {named[0]}"
         elif self._notified and not self._raw_sent and not self._outgoing:
             why = "we wrote no malformed frame and no request of ours is unanswered, so it answers a notification"
+        elif self._raw_sent and "error" in msg:
+            # An error for a frame we malformed on purpose (which the spec forbids a peer to send):
+            # JSON-RPC wants its id null, but how a receiver copes with such input is robustness.
+            return Violation(
+                C_SURVIVES,
+                "an error without an id (JSON-RPC wants id null), after a malformed frame of ours",
+                v.severity,
+                v.raw,
+                v.index,
+            )
         else:
             return v
         kind = "an error" if "error" in msg else "a result"

@@ -51,7 +51,10 @@ def env(tmp: Path) -> dict[str, str]:
     bindir.mkdir(exist_ok=True)
     link = bindir / "python"
     if not link.exists():
-        link.symlink_to(PY)
+        # A wrapper, not a symlink: a venv's python found through a symlink in another
+        # directory does not see the venv's pyvenv.cfg, so it would run without its packages.
+        link.write_text(f'#!/bin/sh\nexec "{PY}" "$@"\n', "utf-8")
+        link.chmod(0o755)
     e["PATH"] = f"{bindir}{os.pathsep}{e.get('PATH', '')}"
     e["HOME"] = str(tmp / ".home")
     return e
@@ -76,7 +79,7 @@ def statuses(verdict: dict[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for c in verdict["clauses"]:
         if c["clause"] in own or c["status"] != "PASS":
-            rank = ["PASS", "NOT_APPLICABLE", "INCONCLUSIVE", "WARN", "FAIL"]
+            rank = ["PASS", "NOT_APPLICABLE", "INCONCLUSIVE", "INFO", "WARN", "FAIL"]
             prev = out.get(c["clause"])
             if prev is None or rank.index(c["status"]) > rank.index(prev):
                 out[c["clause"]] = c["status"]
@@ -96,10 +99,17 @@ def test_agent_library_is_green_against_the_reference_agent(path: Path, tmp_path
 
 #: (scenario, broken agent, what the scenario must say about the clauses it judges)
 BROKEN_CASES: list[tuple[str, str, dict[str, str]]] = [
-    ("cancel-long-turn", "ends-cancelled-turns-with-end-turn", {"cancel.stop-reason": "FAIL"}),
-    ("cancel-long-turn", "error-on-cancel", {"cancel.no-error": "FAIL"}),
+    # Nothing holds the long turn open (no model stream of ours): an end other than cancelled, or
+    # an error, may have been decided before the cancel arrived. Output after the answer is
+    # provable whatever the race.
+    ("cancel-long-turn", "ends-cancelled-turns-with-end-turn", {"cancel.stop-reason": "INCONCLUSIVE"}),
+    ("cancel-long-turn", "error-on-cancel", {"cancel.no-error": "INCONCLUSIVE"}),
     ("cancel-long-turn", "late-update-after-cancel", {"cancel.updates-before-response": "FAIL"}),
-    ("cancel-long-turn", "ignores-cancel", {"cancel.stop-reason": "FAIL"}),
+    ("cancel-long-turn", "ignores-cancel", {"cancel.stop-asap": "WARN", "cancel.stop-reason": "INCONCLUSIVE"}),
+    # The write we hold keeps the turn open: the same defects are then provable.
+    ("cancel-held-client-request", "ends-cancelled-turns-with-end-turn", {"cancel.stop-reason": "FAIL"}),
+    ("cancel-held-client-request", "error-on-cancel", {"cancel.no-error": "FAIL"}),
+    ("cancel-held-client-request", "late-update-after-cancel", {"cancel.updates-before-response": "FAIL"}),
     ("permission-cancel-then-answer", "forgets-cancel-on-cancelled-permission", {"perm.agent-cancel-race": "FAIL"}),
     ("permission-cancel-then-answer", "ends-cancelled-turns-with-end-turn", {"perm.agent-cancel-race": "FAIL"}),
     ("cancel-mid-permission", "forgets-cancel-on-cancelled-permission", {"perm.agent-cancel-race": "FAIL"}),
@@ -109,7 +119,6 @@ BROKEN_CASES: list[tuple[str, str, dict[str, str]]] = [
     ("capability-gating", "reads-when-fs-omitted", {"cap.omitted-unsupported": "FAIL", "fs.read.gated": "FAIL"}),
     ("tool-call-lifecycle", "reused-tool-call-id", {"tool.id.unique": "FAIL"}),
     ("tool-call-lifecycle", "status-after-completed", {"tool.status.terminal-final": "WARN"}),
-    ("tool-call-lifecycle", "update-for-unknown-tool-call", {"tool.update.known-id": "WARN"}),
     ("tool-call-lifecycle", "no-in-progress", {"prompt.tool-in-progress": "WARN"}),
     ("load-replay-history", "replay-wrong-session-id", {"session.load.replay-session-id": "FAIL"}),
     ("load-replay-history", "late-replay", {"session.load.replay-before-response": "FAIL"}),
@@ -119,8 +128,8 @@ BROKEN_CASES: list[tuple[str, str, dict[str, str]]] = [
     ("stdout-hygiene", "banner", {"transport.stdio.stdout-clean": "FAIL"}),
     ("malformed-input", "fuzz-silent-on-parse-errors", {"jsonrpc.parse-error": "WARN"}),
     ("malformed-input", "fuzz-parse-error-for-invalid-requests", {"jsonrpc.invalid-request": "WARN"}),
-    ("malformed-input", "fuzz-wedged-after-garbage", {"jsonrpc.every-request-answered": "FAIL"}),
-    ("stdout-hygiene", "prompt-to-unknown-session-succeeds", {"prompt.unknown-session": "WARN"}),
+    ("malformed-input", "fuzz-wedged-after-garbage", {"jsonrpc.survives-invalid-input": "WARN"}),
+    ("stdout-hygiene", "prompt-to-unknown-session-succeeds", {"prompt.unknown-session": "INFO"}),
 ]
 
 
@@ -148,8 +157,9 @@ def test_library_verdicts_against_broken_agents(
         assert got.get(clause) == status, f"{clause}: expected {status}, got {got.get(clause)}\n{proc.stdout}"
     # 1 when a MUST failed; otherwise 0, or 3 when a later precondition could not be met.
     assert proc.returncode == 1 if "FAIL" in expected.values() else proc.returncode in (0, 3), proc.stdout
-    # The failure names the clause, the file and line, and carries the transcript around it.
-    bad = [e for e in v["expectations"] if e["status"] in ("FAIL", "WARN") and set(e["clauses"]) & set(expected)]
+    # The finding names the clause, the file and line, and carries the transcript around it.
+    findings = ("FAIL", "WARN", "INFO", "INCONCLUSIVE")
+    bad = [e for e in v["expectations"] if e["status"] in findings and set(e["clauses"]) & set(expected)]
     assert bad and re.search(rf"{name}\.yaml:\d+ steps\[", bad[0]["message"]), v["expectations"]
     if bad[0]["status"] == "FAIL":
         assert "expected" in bad[0]["message"] and "observed" in bad[0]["message"]

@@ -149,11 +149,13 @@ def test_unterminated_line_is_shown_in_the_report(tmp_path: Path) -> None:
 
 # -------------------------------------------------------------------- volume
 def test_agent_writing_a_100_mib_line(tmp_path: Path, baseline_mib: float) -> None:
-    """A clear framing violation (the 64 MiB frame cap), bounded memory, the turn goes on."""
+    """Over our 64 MiB frame cap: the line is discarded unjudged and noted (INFO: the spec sets no
+    size limit, RFC 8259 § 9 lets a receiver set one), memory stays bounded, the turn goes on."""
     run = run_hostile("huge-line", tmp_path, *only(*CORE), "--acp-timeout=15", "--acp-startup-timeout=5")
     check_run(run, seconds=120, baseline=baseline_mib)
-    assert run.with_status("FAIL") == {"transport.stdio.newline-delimited"}, run.summary()
-    for message in run.messages("transport.stdio.newline-delimited", "FAIL"):
+    assert not run.with_status("FAIL", "WARN"), run.summary()
+    assert run.with_status("INFO") == {"transport.frame-limit"}, run.summary()
+    for message in run.messages("transport.frame-limit", "INFO"):
         assert "line of at least 104857771 bytes exceeds the frame cap of 67108864 bytes" in message
         assert "--acp-max-frame-bytes" in message
     assert statuses_of(run, NO_PROMPT | PROMPT) == dict.fromkeys(sorted(NO_PROMPT | PROMPT), "PASS"), run.summary()
@@ -195,7 +197,7 @@ def test_agent_writing_binary_and_invalid_utf8(tmp_path: Path, baseline_mib: flo
     check_run(run, seconds=90, baseline=baseline_mib)
     failed = run.with_status("FAIL")
     assert "transport.utf8" in failed and failed <= {"transport.utf8", "transport.stdio.stdout-clean"}, run.summary()
-    assert run.with_status("WARN") <= {"transport.stdio.newline-delimited"}
+    assert run.with_status("WARN") <= {"transport.stdio.strict-framing"}
     assert any("frame is not valid UTF-8 (invalid start byte at byte 0)" in m for m in run.messages("transport.utf8"))
     # The checks of the tests themselves still ran to completion.
     assert statuses_of(run, NO_PROMPT | PROMPT) == dict.fromkeys(sorted(NO_PROMPT | PROMPT), "PASS"), run.summary()
@@ -231,8 +233,9 @@ def test_agent_ignoring_stdin_eof_and_sigterm(tmp_path: Path, baseline_mib: floa
     tests = ("test_initialize_v1", "test_basic_prompt_turn", "test_exits_after_stdin_closes")
     run = run_hostile("immortal", tmp_path, *only(*tests), *FAST)
     check_run(run, seconds=90, baseline=baseline_mib)
-    assert run.with_status("FAIL") == set(), run.summary()
-    assert run.with_status("WARN") == {"transport.stdio.exit-on-stdin-close"}
+    assert run.with_status("FAIL", "WARN") == set(), run.summary()
+    # Exiting on stdin EOF is a MAY: not doing it is conformant, and noted (INFO).
+    assert run.with_status("INFO") == {"transport.stdio.exit-on-stdin-close"}
     assert "still running 5 s after its stdin closed" in run.messages("transport.stdio.exit-on-stdin-close")[0]
     assert run.statuses()["init.response.protocol-version"] == run.statuses()["content.text.baseline"] == "PASS"
 
@@ -248,9 +251,9 @@ def test_agent_ignoring_stdin_eof_and_sigterm(tmp_path: Path, baseline_mib: floa
 def test_agent_leaving_processes_behind(tmp_path: Path, baseline_mib: float, name: str, sleepers: set[str]) -> None:
     run = run_hostile(name, tmp_path, *only(*CORE), *FAST)
     check_run(run, seconds=90, baseline=baseline_mib)
-    assert not run.with_status("FAIL", "INCONCLUSIVE"), run.summary()
-    # What it left behind was still running after stdin EOF: the agent did not (all) exit.
-    assert run.with_status("WARN") == {"transport.stdio.exit-on-stdin-close"}, run.summary()
+    assert not run.with_status("FAIL", "WARN", "INCONCLUSIVE"), run.summary()
+    # What it left behind was still running after stdin EOF: the agent did not (all) exit (a MAY).
+    assert run.with_status("INFO") == {"transport.stdio.exit-on-stdin-close"}, run.summary()
     started = run.records("sleepers")
     assert {s["how"] for s in started} == sleepers
     assert len(started) >= len(sleepers) * len(CORE), "fewer escapes than agent processes: the attack did not run"
@@ -258,7 +261,7 @@ def test_agent_leaving_processes_behind(tmp_path: Path, baseline_mib: float, nam
 
 def test_agent_behind_an_exiting_launcher_is_judged_on_stdin_eof(tmp_path: Path) -> None:
     run = run_hostile("launcher", tmp_path, *only("test_exits_after_stdin_closes"), *FAST)
-    assert run.statuses()["transport.stdio.exit-on-stdin-close"] == "WARN", run.summary()
+    assert run.statuses()["transport.stdio.exit-on-stdin-close"] == "INFO", run.summary()
 
 
 # ------------------------------------------------------------------ requests

@@ -21,7 +21,7 @@ from acp_conformance.checks import PASSIVE_CLAUSES, passive_results
 from acp_conformance.checks.passive import MAX_EXAMPLES_PER_CLAUSE
 from acp_conformance.core.connection import Role
 from acp_conformance.core.events import Violation
-from acp_conformance.core.framing import CLAUSE_NEWLINE, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, RawFrame
+from acp_conformance.core.framing import CLAUSE_LIMIT, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, RawFrame
 from acp_conformance.harness import AgentConfig, AgentHarness
 from acp_conformance.peer import Peer
 from acp_conformance.transcript import STDERR_HEAD, STDERR_TAIL, Transcript
@@ -64,7 +64,7 @@ def test_a_100_mib_line_costs_at_most_the_frame_cap() -> None:
     assert decoder.buffered == 0
     (violation, frame) = out
     assert isinstance(violation, Violation) and isinstance(frame, RawFrame)
-    assert violation.clause_id == CLAUSE_NEWLINE
+    assert violation.clause_id == CLAUSE_LIMIT  # our cap, not a breach of the peer (RFC 8259 § 9)
     assert "line of at least 104857602 bytes exceeds the frame cap of 67108864 bytes" in violation.message
     assert frame.data == b'{"jsonrpc":"2.0","method":"_after"}'  # the next frame is intact
 

@@ -142,9 +142,11 @@ class AnswersNotifications(MockAgent):
 
 
 class AnswersNotificationsWithoutId(MockAgent):
-    """zed codex-acp 0.16.0 answers notifications it does not handle with an error that has no id."""
+    """zed codex-acp 0.16.0 answers notifications (``$/cancel_request``, unknown ones) with an
+    error that has no id; this one does so for every notification, after handling it."""
 
-    def on_other_notification(self, note: Notification) -> None:
+    def _on_notification(self, note: Notification) -> None:
+        super()._on_notification(note)
         frame = b'{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found","data":"%s"}}\n'
         self.peer.start_soon(self.peer.send_raw, frame % note.method.encode())
 
@@ -444,8 +446,9 @@ BREAKAGES: dict[str, Breakage] = {
         OutputAfterResponse,
         "prompt.updates.before-response",
         status="WARN",
-        also=frozenset({"cancel.updates-before-response"}),
-        why_also="the late chunk also follows the response of a cancelled turn (a MUST)",
+        also=frozenset({"cancel.updates-before-response", "cancel.after-response"}),
+        why_also="the late chunk also follows the response of a cancelled turn (a MUST), and the output a "
+        "crossing cancel is followed by is noted on the informative cancel.after-response (INFO)",
     ),
     "bad-chunk-content": Breakage(
         BadChunkContent,

@@ -125,6 +125,9 @@ BREAKAGES: dict[str, Breakage] = {
     "fuzz-wedged-after-garbage": Breakage(_agent(_with_connection(_WedgedAfterGarbage)), _FORBIDDEN, status="WARN"),
     "fuzz-dies-on-array-line": Breakage(_agent(_with_connection(_DiesOnArrayLine)), _FORBIDDEN, status="WARN"),
     "fuzz-dies-on-bidi-controls": Breakage(
-        _agent(_with_connection(_DiesOnBidiControls)), "jsonrpc.every-request-answered", why_also=_DEAD
+        _agent(_with_connection(_DiesOnBidiControls)),
+        "jsonrpc.every-request-answered",
+        also=frozenset({_FORBIDDEN}),
+        why_also=_DEAD + "; dying on a frame we were not allowed to send as well is a robustness finding",
     ),
 }

@@ -439,6 +439,14 @@ class WriteReturnsString(MockClient):
         return "ok"
 
 
+class WriteReturnsNull(MockClient):
+    """Answers fs/write_text_file with null, as the docs' example shows (the schema wants {})."""
+
+    async def handle_write(self, req: Request) -> Any:
+        await super().handle_write(req)
+        return None
+
+
 # ---------------------------------------------------------------- permission
 class PermissionError32601(MockClient):
     async def handle_permission(self, req: Request, default: Any) -> Any:
@@ -882,6 +890,7 @@ BREAKAGES: dict[str, ClientBreakage] = {
     ),
     "write-not-performed": ClientBreakage(WriteNotPerformed, "fs.write.create"),
     "write-returns-string": ClientBreakage(WriteReturnsString, "fs.write.response"),
+    "write-returns-null": ClientBreakage(WriteReturnsNull, "schema.null-result", status="WARN"),
     # permission
     "permission-error": ClientBreakage(
         PermissionError32601, "perm.response.shape",
@@ -938,14 +947,22 @@ BREAKAGES: dict[str, ClientBreakage] = {
     "keeps-the-head": ClientBreakage(KeepsTheHead, "term.output.truncate-head"),
     "splits-characters": ClientBreakage(SplitsCharacters, "term.output.char-boundary"),
     # found only by fuzzing
+    # A request for a method that is neither ACP's nor _-prefixed, and garbage, are frames a conforming
+    # agent never sends: the client dying or wedging on them is a robustness finding.
     "fuzz-crashes-on-unknown-method": ClientBreakage(
-        FuzzCrashesOnUnknownMethod, "jsonrpc.every-request-answered", fuzz="test_fuzz_client_methods_and_notifications"
+        FuzzCrashesOnUnknownMethod,
+        "jsonrpc.survives-invalid-input",
+        status="WARN",
+        fuzz="test_fuzz_client_methods_and_notifications",
     ),
     "fuzz-result-for-invalid-params": ClientBreakage(
         FuzzResultForInvalidParams, "jsonrpc.invalid-params", status="WARN", fuzz="test_fuzz_client_invalid_params"
     ),
     "fuzz-wedged-after-garbage": ClientBreakage(
-        FuzzWedgedAfterGarbage, "jsonrpc.every-request-answered", fuzz="test_fuzz_client_unparseable_lines"
+        FuzzWedgedAfterGarbage,
+        "jsonrpc.survives-invalid-input",
+        status="WARN",
+        fuzz="test_fuzz_client_unparseable_lines",
     ),
     "fuzz-silent-on-parse-errors": ClientBreakage(
         FuzzSilentOnParseErrors, "jsonrpc.parse-error", status="WARN", fuzz="test_fuzz_client_unparseable_lines"
