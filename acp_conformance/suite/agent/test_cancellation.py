@@ -279,7 +279,7 @@ async def test_cancel_when_idle_leaves_the_session_usable(acp_agent: AgentHarnes
                 return
 
 
-@pytest.mark.clause("prompt.concurrent-same-session")
+@pytest.mark.clause("prompt.concurrent-same-session", "jsonrpc.every-request-answered")
 async def test_a_second_prompt_while_one_runs_gets_one_answer(acp_agent: AgentHarness) -> None:
     """A second session/prompt on the same session while the long turn runs (unspecified: it may
     be refused or queued), then session/cancel: each of the two prompts is answered exactly once."""
