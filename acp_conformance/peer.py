@@ -50,12 +50,11 @@ from acp_conformance.transcript import Entry, Transcript
 from acp_conformance.transport.base import Transport
 
 if TYPE_CHECKING:  # jsonschema_rs stays off the mocks' start-up path until a frame is validated
-    from acp_conformance.validation import SchemaValidator
+    from acp_conformance.schema.validator import SchemaValidator
 
 __all__ = ["MAX_INFLIGHT", "NO_ANSWER", "OUTBOX_BUDGET", "DeadlineMemory", "HandlerError", "Peer", "RequestHandler"]
 
 
-C_UNDERSCORE = "ext.method.underscore"
 C_ANSWERED = "jsonrpc.every-request-answered"
 
 #: Inbound requests handled at once (not counting handlers waiting on the peer); at this
@@ -332,95 +331,13 @@ class Peer:
             self.transcript.violation(v, entry)
 
     def validate_inbound(self, ev: Request | Notification | Response, entry: Entry) -> None:
-        """Judge one received message against the schema (by method and direction) and record the findings.
+        """Judge one received message against the schema (``schema.rules.judge_frame``) and
+        record the findings on its transcript entry."""
+        from acp_conformance.schema.rules import judge_frame
 
-        Public so that components that see frames without serving them (the
-        recording proxy's judges) apply exactly the rules a ``Peer`` applies.
-        """
-        from acp_conformance.validation import clause_for
-
-        if isinstance(ev, Response):
-            if self.validator is None:
-                return
-            if ev.is_error:
-                issues = self.validator.check_error(ev.error)
-                for i in issues:
-                    self._flag(
-                        entry,
-                        ev,
-                        "jsonrpc.error-object",
-                        f"error object: {i.message} at {i.path or '/'}",
-                    )
-            elif ev.method is not None:
-                for i in self.validator.check_result(ev.method, ev.result):
-                    self._flag(
-                        entry,
-                        ev,
-                        clause_for(i, ev.result),
-                        f"{ev.method} result: {i.message} at {i.path or '/'}",
-                    )
-            return
-        method = ev.method
-        if method.startswith("_"):
-            return
-        spec = self.validator.spec(method) if self.validator is not None else None
-        if self.validator is None:
-            return
-        if spec is None:
-            self._flag(
-                entry,
-                ev,
-                C_UNDERSCORE,
-                f"{method!r} is not an ACP method of the pinned schema and does not start with '_'",
-            )
-            return
-        if spec.receiver is not None and spec.receiver is not self.role:
-            self._flag(
-                entry,
-                ev,
-                "schema.valid",
-                f"{method} is handled by the {self.role.other.value}; a {self.role.other.value} must not send it",
-            )
-            return
-        params = ev.params if ev.has_params else {}
-        if isinstance(ev, Request):
-            if spec.request is None:
-                self._flag(
-                    entry,
-                    ev,
-                    "schema.valid",
-                    f"{method} is a notification but arrived as a request (with an id)",
-                )
-                return
-            issues = self.validator.validate(spec.request, params)
-        else:
-            if spec.notification is None:
-                self._flag(
-                    entry,
-                    ev,
-                    "schema.valid",
-                    f"{method} is a request but arrived as a notification (no id)",
-                )
-                return
-            issues = self.validator.validate(spec.notification, params)
-        for i in issues:
-            self._flag(
-                entry,
-                ev,
-                clause_for(i, params),
-                f"{method} params: {i.message} at {i.path or '/'}",
-            )
-
-    def _flag(
-        self,
-        entry: Entry,
-        ev: Request | Notification | Response,
-        clause: str,
-        message: str,
-    ) -> None:
-        v = Violation(clause, message, "error", ev.raw[:200], ev.index)
-        self.transcript.violation(v, entry)
-        self._append(v)
+        for v in judge_frame(self.validator, self.role, ev):
+            self.transcript.violation(v, entry)
+            self._append(v)
 
     def flag(
         self,

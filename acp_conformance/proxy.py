@@ -32,11 +32,11 @@ import anyio
 import orjson
 
 from acp_conformance.checks import passive_results
-from acp_conformance.core.connection import Role
+from acp_conformance.core.connection import Connection, Role
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.errors import LocalProtocolError, PeerExited
-from acp_conformance.peer import Peer
 from acp_conformance.results import ClauseResult, Status
+from acp_conformance.schema.rules import judge_frame
 from acp_conformance.transcript import Entry, Transcript
 
 __all__ = ["ProxyOptions", "WireTap", "judge_transcript", "run_proxy"]
@@ -44,29 +44,16 @@ __all__ = ["ProxyOptions", "WireTap", "judge_transcript", "run_proxy"]
 Side = Literal["client", "agent"]
 
 
-class _NullTransport:
-    async def send(self, data: bytes) -> None:  # pragma: no cover - a judge never sends
-        raise PeerExited("a judge does not send")
-
-    async def receive(self) -> bytes:  # pragma: no cover
-        return b""
-
-    async def close_output(self) -> None:  # pragma: no cover
-        return None
-
-    async def aclose(self) -> None:  # pragma: no cover
-        return None
-
-
-class _Judge(Peer):
-    """The frames of one side, judged as the other side's ``Peer`` would, without serving them."""
+class _Judge:
+    """The frames of one side, judged as the other side's ``Peer`` would, without serving them:
+    the same sans-IO ``Connection`` and the same per-frame rules (``schema.rules.judge_frame``)."""
 
     def __init__(self, judged: Side, validator: Any, transcript: Transcript, direction: Literal["in", "out"]) -> None:
         # The judge stands where the *other* side stands: agent frames are judged in the client role.
-        super().__init__(
-            _NullTransport(), Role.CLIENT if judged == "agent" else Role.AGENT,
-            validator=validator, transcript=transcript,
-        )
+        self.role = Role.CLIENT if judged == "agent" else Role.AGENT
+        self.conn = Connection(self.role)
+        self.validator = validator
+        self.transcript = transcript
         self.judged = judged
         self.direction = direction
         self.found: list[Violation] = []
@@ -93,12 +80,12 @@ class _Judge(Peer):
                 if v.index == ev.index:
                     self.transcript.violation(v, entry)
             pending = []
-            self.validate_inbound(ev, entry)
+            for v in judge_frame(self.validator, self.role, ev):
+                self.transcript.violation(v, entry)
             self._mirror(ev)
         self._orphans(pending)
         out = self.transcript.violations[before:]
         self.found.extend(out)
-        self.events.clear()  # nothing waits on a judge; keep memory flat on long sessions
         return out
 
     def _orphans(self, violations: list[Violation]) -> None:
@@ -321,15 +308,9 @@ async def run_proxy(opts: ProxyOptions, *, stdin: Any = None, stdout: Any = None
 
 
 def _validator(schema: str | None) -> Any:
-    from acp_conformance.errors import ConfigurationError
-    from acp_conformance.schema import locate_schema
-    from acp_conformance.validation import SchemaValidator
+    from acp_conformance.schema import load_validator
 
-    try:
-        return SchemaValidator(locate_schema(schema).data)
-    except ConfigurationError as exc:
-        sys.stderr.write(f"acp-proxy: WARNING running without schema validation: {exc}\n")
-        return None
+    return load_validator(schema, warn=lambda m: sys.stderr.write(f"acp-proxy: WARNING {m}\n"))
 
 
 def _finish(tap: WireTap, opts: ProxyOptions) -> None:

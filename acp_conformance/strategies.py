@@ -53,7 +53,7 @@ from acp_conformance.core import jsonrpc
 from acp_conformance.core.connection import Role
 from acp_conformance.core.ids import same_id
 from acp_conformance.schema import locate_schema
-from acp_conformance.validation import MethodSpec, SchemaValidator
+from acp_conformance.schema.validator import MethodSpec, SchemaValidator
 
 __all__ = [
     "BYTE_DAMAGE",

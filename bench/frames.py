@@ -144,7 +144,7 @@ def run_frames(repeat: int, quick: bool) -> dict[str, Any]:
     from acp_conformance.core.connection import Connection, Role
     from acp_conformance.core.framing import FrameDecoder
     from acp_conformance.schema import locate_schema
-    from acp_conformance.validation import SchemaValidator
+    from acp_conformance.schema.validator import SchemaValidator
 
     min_time = 0.01 if quick else 0.03
     source = locate_schema()

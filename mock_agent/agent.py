@@ -45,7 +45,7 @@ from acp_conformance.transcript import Direction, Entry, Transcript
 from acp_conformance.transport.base import Transport
 
 if TYPE_CHECKING:
-    from acp_conformance.validation import SchemaValidator
+    from acp_conformance.schema.validator import SchemaValidator
 
 __all__ = [
     "CLIENT_REQUEST_TIMEOUT",

@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_conformance.errors import ConfigurationError
 from mock_agent.agent import AGENT_NAME, MockAgent
 
 if TYPE_CHECKING:
-    from acp_conformance.validation import SchemaValidator
+    from acp_conformance.schema.validator import SchemaValidator
 
 __all__ = ["build_parser", "load_validator", "main"]
 
@@ -80,18 +79,10 @@ def build_parser(prog: str = "python -m mock_agent") -> argparse.ArgumentParser:
 
 
 def load_validator(explicit: str | None = None) -> SchemaValidator | None:
-    """The schema validator, or None (with a warning) when the schema cannot be found."""
-    from acp_conformance.schema import locate_schema
+    """The schema validator, or None (with a warning naming ``--schema``) when there is no schema."""
+    from acp_conformance.schema import load_validator as load
 
-    try:
-        source = locate_schema(explicit)
-    except (ConfigurationError, OSError) as exc:
-        log.warning("running WITHOUT schema validation: %s", exc)
-        return None
-    from acp_conformance.validation import SchemaValidator
-
-    log.info("validating against %s (%s)", source.path, source.version)
-    return SchemaValidator(source.data)
+    return load(explicit, warn=log.warning, flag="--schema")
 
 
 def main(argv: Sequence[str] | None = None, *, agent_cls: type[MockAgent] = MockAgent) -> int:

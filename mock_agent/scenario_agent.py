@@ -162,7 +162,7 @@ def make_scenario_agent(args: Any, agent_cls: type[MockAgent] = MockAgent) -> Sc
 
     from acp_conformance.errors import ScenarioError
     from acp_conformance.scenario.loader import load_scenario
-    from mock_agent.cli import load_validator
+    from acp_conformance.schema import load_validator
 
     scenario = load_scenario(args.scenario)
     if scenario.plays != "agent":
@@ -174,7 +174,7 @@ def make_scenario_agent(args: Any, agent_cls: type[MockAgent] = MockAgent) -> Sc
     settings = Settings(seed=args.seed)
     if args.timeout is not None:
         settings.timeout = args.timeout
-    validator = None if args.no_validate else load_validator(args.schema)
+    validator = None if args.no_validate else load_validator(args.schema, warn=log.warning, flag="--schema")
     return scenario_agent_class(agent_cls)(
         scenario,
         settings=settings,
@@ -202,8 +202,8 @@ async def run_pair(
     """
     import tempfile
 
-    from acp_conformance.client import ClientCapabilities, ClientEndpoint, Sandbox
     from acp_conformance.core.connection import Role
+    from acp_conformance.endpoints.client import ClientCapabilities, ClientEndpoint, Sandbox
     from acp_conformance.peer import Peer
 
     settings = settings or Settings()

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from acp_conformance.client import ClientCapabilities, PermissionPolicy
+from acp_conformance.endpoints.client import ClientCapabilities, PermissionPolicy
 from acp_conformance.errors import ConfigurationError
 from mock_client.client import ClientOptions, MockClient
 
 if TYPE_CHECKING:
-    from acp_conformance.validation import SchemaValidator
+    from acp_conformance.schema.validator import SchemaValidator
 
 __all__ = ["build_parser", "main", "parse_caps"]
 
@@ -108,16 +108,10 @@ def build_parser(prog: str = "python -m mock_client") -> argparse.ArgumentParser
 
 
 def load_validator() -> SchemaValidator | None:
-    from acp_conformance.schema import locate_schema
+    """The schema validator, or None (with a warning) when there is no schema."""
+    from acp_conformance.schema import load_validator as load
 
-    try:
-        source = locate_schema(None)
-    except (ConfigurationError, OSError) as exc:
-        log.warning("running WITHOUT schema validation: %s", exc)
-        return None
-    from acp_conformance.validation import SchemaValidator
-
-    return SchemaValidator(source.data)
+    return load(None, warn=log.warning)
 
 
 def main(argv: Sequence[str] | None = None, *, client_cls: type[MockClient] = MockClient) -> int:

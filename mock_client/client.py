@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import orjson
 
-from acp_conformance.client import ClientCapabilities, ClientEndpoint, Sandbox
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Notification, Request
+from acp_conformance.endpoints.client import ClientCapabilities, ClientEndpoint, Sandbox
 from acp_conformance.errors import AcpError, PeerExited, RpcError
 from acp_conformance.peer import HandlerError, Peer
 from acp_conformance.transport.base import Transport
@@ -42,7 +42,7 @@ from mock_client.strict import REQUIRED, ClientPeer, check_params
 from mock_client.terminals import RealTerminals
 
 if TYPE_CHECKING:
-    from acp_conformance.validation import SchemaValidator
+    from acp_conformance.schema.validator import SchemaValidator
 
 __all__ = ["CLIENT_NAME", "SUPPORTED_VERSION", "ClientOptions", "MockClient"]
 

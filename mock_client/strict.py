@@ -25,7 +25,7 @@ from acp_conformance.peer import HandlerError, Peer
 from acp_conformance.transport.base import Transport
 
 if TYPE_CHECKING:
-    from acp_conformance.validation import SchemaValidator
+    from acp_conformance.schema.validator import SchemaValidator
 
 __all__ = ["REQUIRED", "ClientPeer", "check_params"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from acp_conformance.schema import ENV_VAR, locate_schema
-from acp_conformance.validation import SchemaValidator
+from acp_conformance.schema.validator import SchemaValidator
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from acp_conformance.clauses import LEVELS, registry
-from acp_conformance.suite_bindings import bindings, passive_clauses
+from acp_conformance.plugin.bindings import bindings, passive_clauses
 
 ROOT = Path(__file__).resolve().parent.parent
 PENDING_FILE = ROOT / "tests" / "coverage_pending.toml"

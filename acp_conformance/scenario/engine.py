@@ -40,9 +40,9 @@ import orjson
 
 from acp_conformance._util import single_exception
 from acp_conformance.clauses import registry
-from acp_conformance.client import ClientCapabilities, ClientEndpoint, PermissionPolicy
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
+from acp_conformance.endpoints.client import ClientCapabilities, ClientEndpoint, PermissionPolicy
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout
 from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
 from acp_conformance.results import ClauseResult, Status, adjust, breach_status, combine

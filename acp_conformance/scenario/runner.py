@@ -19,8 +19,8 @@ import anyio
 import orjson
 
 from acp_conformance.checks import passive_results
-from acp_conformance.client import ClientCapabilities, ClientEndpoint, Sandbox
 from acp_conformance.core.connection import Role
+from acp_conformance.endpoints.client import ClientCapabilities, ClientEndpoint, Sandbox
 from acp_conformance.errors import ConfigurationError, ScenarioError
 from acp_conformance.peer import Peer
 from acp_conformance.scenario.engine import ScenarioResult, Settings, run_scenario
@@ -36,7 +36,7 @@ __all__ = ["load_validator", "play_against", "run_against_agent", "run_scenario_
 def load_validator(schema: str | None = None) -> Any:
     """The strict schema validator (``ConfigurationError`` when the schema cannot be found)."""
     from acp_conformance.schema import locate_schema
-    from acp_conformance.validation import SchemaValidator
+    from acp_conformance.schema.validator import SchemaValidator
 
     return SchemaValidator(locate_schema(schema).data)
 

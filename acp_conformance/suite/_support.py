@@ -4,25 +4,21 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-import pytest
-
-from acp_conformance.client import Turn
+from acp_conformance.endpoints.client import Turn
 from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.plugin.outcomes import Inconclusive, NotApplicable
 
 __all__ = ["inconclusive", "new_session", "not_applicable", "run_turn"]
-
-NOT_APPLICABLE = "NOT_APPLICABLE: "
-INCONCLUSIVE = "INCONCLUSIVE: "
 
 
 def not_applicable(reason: str) -> NoReturn:
     """The clause does not apply to this peer (capability or feature not offered)."""
-    pytest.skip(NOT_APPLICABLE + reason)
+    raise NotApplicable(reason)
 
 
 def inconclusive(reason: str) -> NoReturn:
     """The run could not judge the clause (e.g. a race it could not provoke)."""
-    pytest.skip(INCONCLUSIVE + reason)
+    raise Inconclusive(reason)
 
 
 async def new_session(acp: AgentHarness, conn: Connection) -> str:

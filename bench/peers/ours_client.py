@@ -22,9 +22,9 @@ from _shared import (
     updates_prompt,
 )
 
-from acp_conformance.client import ClientCapabilities, ClientEndpoint, Sandbox
 from acp_conformance.core.connection import Role
 from acp_conformance.core.events import Notification
+from acp_conformance.endpoints.client import ClientCapabilities, ClientEndpoint, Sandbox
 from acp_conformance.peer import Peer
 from acp_conformance.transport.process import spawn
 
@@ -33,7 +33,7 @@ def _validator(validate: bool):  # type: ignore[no-untyped-def]
     if not validate:
         return None
     from acp_conformance.schema import locate_schema
-    from acp_conformance.validation import SchemaValidator
+    from acp_conformance.schema.validator import SchemaValidator
 
     return SchemaValidator(locate_schema().data)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_conformance.suite_bindings import bindings, passive_clauses
+from acp_conformance.plugin.bindings import bindings, passive_clauses
 from tests.e2e._suite_run import BROKEN, live_processes_matching, run_suite
 
 sys.path.insert(0, str(BROKEN.parent))

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from acp_conformance.suite_bindings import bindings
+from acp_conformance.plugin.bindings import bindings
 from tests.e2e._suite_run import ROOT, SuiteRun, live_processes_matching, run_suite
 
 sys.path.insert(0, str(ROOT / "tests" / "peers"))
@@ -209,7 +209,7 @@ def test_every_client_check_is_proven_by_a_broken_client() -> None:
 
 
 def _passive() -> set[str]:
-    from acp_conformance.suite_bindings import passive_clauses
+    from acp_conformance.plugin.bindings import passive_clauses
 
     return passive_clauses("client")
 

@@ -1,9 +1,7 @@
 """Real adapters, full turns, no real model: the bundled agent suite against
 claude-agent-acp and codex-acp, each served a scripted model API on 127.0.0.1.
 
-``pytest --acp-agent=<profile>`` the way a user runs it (through the interim
-``-p acp_conformance.agent_profiles.pytest_shim`` until the plugin resolves
-profiles itself; harmless afterwards).  What must hold, per adapter:
+``pytest --acp-agent=<profile>`` the way a user runs it.  What must hold, per adapter:
 
 * the clauses only a full tool turn reaches were judged (PASS/WARN/FAIL, not
   NOT_TESTED / NOT_APPLICABLE / INCONCLUSIVE): permission allow and reject,
@@ -26,11 +24,10 @@ from typing import Any
 
 import pytest
 
-from acp_conformance.agent_profiles import CLAUDE_AGENT_ACP, CODEX_ACP, ZED_CODEX_ACP, AgentProfile, find_program
 from acp_conformance.clauses import registry
+from acp_conformance.profiles.agents import CLAUDE_AGENT_ACP, CODEX_ACP, ZED_CODEX_ACP, AgentProfile, find_program
 from tests.e2e._suite_run import ROOT, run_suite
 
-SHIM = "acp_conformance.agent_profiles.pytest_shim"
 
 #: Clauses that only a full turn with a tool call, a permission request, a cancel or a reload reaches.
 FULL_TURN = (
@@ -90,7 +87,7 @@ def test_real_adapter_full_turn_certification(profile: AgentProfile, tmp_path: P
     basetemp = tmp_path / "runs"
     start = time.monotonic()
     # Real adapters start in 1-2 s and share the machine with the rest of CI: a roomier deadline.
-    args = ("-p", SHIM, "-n", "2", "--acp-timeout=30", f"--basetemp={basetemp}")
+    args = ("-n", "2", "--acp-timeout=30", f"--basetemp={basetemp}")
     reg = registry()
     wanted = [cid for cid in FULL_TURN if cid in reg]
     # The tests that reach the full-turn clauses, without the fuzz campaigns: CI time. The whole

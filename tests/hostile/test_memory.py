@@ -24,9 +24,9 @@ from acp_conformance.core.events import Violation
 from acp_conformance.core.framing import CLAUSE_LIMIT, DEFAULT_MAX_FRAME_BYTES, FrameDecoder, RawFrame
 from acp_conformance.harness import AgentConfig, AgentHarness
 from acp_conformance.peer import Peer
+from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transcript import STDERR_HEAD, STDERR_TAIL, Transcript
 from acp_conformance.transport import memory_pair
-from acp_conformance.validation import SchemaValidator
 from tests.hostile._run import HOSTILE
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the hostile agents need Linux")

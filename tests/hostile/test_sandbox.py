@@ -23,8 +23,8 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_conformance.client import MAX_READ_BYTES, ClientEndpoint, Sandbox, VirtualTerminals
 from acp_conformance.core.connection import Role
+from acp_conformance.endpoints.client import MAX_READ_BYTES, ClientEndpoint, Sandbox, VirtualTerminals
 from acp_conformance.peer import HandlerError, Peer
 from acp_conformance.transport import memory_pair
 

@@ -30,14 +30,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from acp_conformance import strategies as acp
-from acp_conformance.client import ClientEndpoint, Sandbox
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.connection import Connection, Role
 from acp_conformance.core.events import Notification, Request, Response, Violation
 from acp_conformance.core.framing import FrameDecoder, RawFrame
+from acp_conformance.endpoints.client import ClientEndpoint, Sandbox
 from acp_conformance.peer import Peer
+from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transport import MemoryTransport, memory_pair
-from acp_conformance.validation import SchemaValidator
 from mock_agent import MockAgent
 from tests.conftest import SCHEMA_DIRS
 

@@ -26,7 +26,7 @@ from acp_conformance import strategies as acp
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.connection import Role
 from acp_conformance.core.framing import FrameDecoder, RawFrame
-from acp_conformance.validation import SchemaValidator
+from acp_conformance.schema.validator import SchemaValidator
 from tests.conftest import SCHEMA_DIRS
 
 _FOUND = next((d for d in SCHEMA_DIRS if (d / "schema.json").is_file()), None)

@@ -13,18 +13,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from acp_conformance.client import (
+from acp_conformance.core.connection import Role
+from acp_conformance.core.events import Response
+from acp_conformance.endpoints.client import (
     ClientCapabilities,
     ClientEndpoint,
     PermissionPolicy,
     Sandbox,
     VirtualTerminals,
 )
-from acp_conformance.core.connection import Role
-from acp_conformance.core.events import Response
 from acp_conformance.peer import HandlerError, Peer
+from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transport import memory_pair
-from acp_conformance.validation import SchemaValidator
 
 SID = "sess-1"
 INVALID_PARAMS, RESOURCE_NOT_FOUND, METHOD_NOT_FOUND = -32602, -32002, -32601

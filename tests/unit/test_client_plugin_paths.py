@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-from acp_conformance.client_plugin import absolutize
+from acp_conformance.plugin.state import absolutize
 from acp_conformance.profiles import substitute
 
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from acp_conformance.control import (
+from acp_conformance.errors import ConfigurationError, PeerTimeout
+from acp_conformance.harness.control import (
     FrameReader,
     encode_frame,
     open_control_server,
     parse_address,
     relay_command,
 )
-from acp_conformance.errors import ConfigurationError, PeerTimeout
 from acp_conformance.profiles import BUNDLED, PermissionNotSelectable, load_profile, parse_profile, substitute
 from acp_conformance.transport.process import spawn
 
@@ -49,7 +49,9 @@ def test_bad_addresses_are_configuration_errors(address: str) -> None:
 
 def test_relay_command_names_the_module_and_token() -> None:
     argv = relay_command("unix:/tmp/x.sock", "abc", python="/usr/bin/python3")
-    assert argv == ["/usr/bin/python3", "-m", "mock_agent.relay", "--control", "unix:/tmp/x.sock", "--token", "abc"]
+    assert argv == [
+        "/usr/bin/python3", "-m", "acp_conformance.harness.relay", "--control", "unix:/tmp/x.sock", "--token", "abc"
+    ]
 
 
 @pytest.mark.parametrize("kind", ["unix", "tcp"])

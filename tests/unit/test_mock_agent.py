@@ -23,8 +23,8 @@ from acp_conformance.core.events import Event, Notification, Request, Response
 from acp_conformance.errors import SchemaNotFound
 from acp_conformance.peer import HandlerError, Peer
 from acp_conformance.schema import locate_schema
+from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transport import memory_pair, spawn
-from acp_conformance.validation import SchemaValidator
 from mock_agent import PROBE_CONTENT, PROBE_FILE, MockAgent, Turn
 
 REPO = Path(__file__).resolve().parents[2]

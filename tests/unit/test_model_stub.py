@@ -18,7 +18,6 @@ import anyio
 import anyio.abc
 import pytest
 
-from acp_conformance.agent_profiles import CLAUDE_AGENT_ACP, CODEX_ACP, ProfileError, profile_setup, resolve
 from acp_conformance.model_stub import (
     Fail,
     Match,
@@ -36,6 +35,7 @@ from acp_conformance.model_stub import (
 )
 from acp_conformance.model_stub import anthropic as anthropic_api
 from acp_conformance.model_stub import openai as openai_api
+from acp_conformance.profiles.agents import CLAUDE_AGENT_ACP, CODEX_ACP, ProfileError, profile_setup, resolve
 
 pytestmark = pytest.mark.anyio
 

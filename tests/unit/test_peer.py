@@ -13,8 +13,8 @@ from acp_conformance.core.connection import Role
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
 from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
+from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transport import MemoryTransport, memory_pair
-from acp_conformance.validation import SchemaValidator
 
 pytestmark = pytest.mark.anyio
 

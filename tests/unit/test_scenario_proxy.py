@@ -8,8 +8,8 @@ from pathlib import Path
 
 from acp_conformance.proxy import WireTap, judge_transcript, proxy_verdict
 from acp_conformance.results import Status
+from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transcript import Transcript
-from acp_conformance.validation import SchemaValidator
 
 INIT = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n'
 INIT_OK = (

@@ -9,7 +9,7 @@ import pytest
 
 from acp_conformance.clauses import registry
 from acp_conformance.core.connection import Role
-from acp_conformance.validation import SchemaIssue, SchemaValidator, clause_for
+from acp_conformance.schema.validator import SchemaIssue, SchemaValidator, clause_for
 
 A, C = Role.AGENT, Role.CLIENT
 

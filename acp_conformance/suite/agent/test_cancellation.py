@@ -41,8 +41,8 @@ from acp_conformance.checks.turns import (
     tool_mentions,
     unattributed_side_effects,
 )
-from acp_conformance.client import PermissionCall, PermissionPolicy
 from acp_conformance.core.events import Event, Request, Response
+from acp_conformance.endpoints.client import PermissionCall, PermissionPolicy
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, new_session, not_applicable

@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from acp_conformance.checks.turns import tool_activity
-from acp_conformance.client import ClientCapabilities
+from acp_conformance.endpoints.client import ClientCapabilities
 from acp_conformance.harness import AgentHarness
 from acp_conformance.results import Status
 from acp_conformance.suite._support import new_session

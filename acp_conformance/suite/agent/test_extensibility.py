@@ -13,19 +13,14 @@ from typing import Any
 
 import pytest
 
-from acp_conformance._pytest_keys import STATE
-from acp_conformance.checks.sessions import (
-    session_updates,
-    trace_key_problems,
-    undeclared_fields,
-    update_kind,
-    withdrawn_field,
-)
+from acp_conformance.checks.sessions import session_updates, trace_key_problems, update_kind
 from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.core.jsonrpc import ErrorCode
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.plugin.keys import STATE
 from acp_conformance.results import Status
+from acp_conformance.schema.declared import undeclared_fields, withdrawn_field
 from acp_conformance.suite.agent.test_sessions import (
     authenticate_if_configured,
     check_auth,

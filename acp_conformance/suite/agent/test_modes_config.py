@@ -23,8 +23,8 @@ from acp_conformance.checks.sessions import (
     session_updates,
     update_kind,
 )
-from acp_conformance.client import PermissionPolicy
 from acp_conformance.core.events import Request, Response
+from acp_conformance.endpoints.client import PermissionPolicy
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status

@@ -27,8 +27,8 @@ from acp_conformance.checks.turns import (
     tool_mentions,
     unattributed_side_effects,
 )
-from acp_conformance.client import PermissionCall
 from acp_conformance.core.events import Request
+from acp_conformance.endpoints.client import PermissionCall
 from acp_conformance.harness import AgentHarness
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, new_session, not_applicable, run_turn

@@ -29,9 +29,9 @@ from acp_conformance.checks.sessions import (
     session_updates,
     update_kind,
 )
-from acp_conformance.client import Turn
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event, Notification, Request, Response
+from acp_conformance.endpoints.client import Turn
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status

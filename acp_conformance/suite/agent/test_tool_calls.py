@@ -38,9 +38,9 @@ from acp_conformance.checks.turns import (
     unannounced_tool_work,
     unknown_tool_call_updates,
 )
-from acp_conformance.client import PermissionCall, Turn
 from acp_conformance.core.events import Event, Notification, Request, Response
 from acp_conformance.core.ids import same_id
+from acp_conformance.endpoints.client import PermissionCall, Turn
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status

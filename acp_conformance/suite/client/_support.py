@@ -6,9 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from acp_conformance.agent_endpoint import PromptTurn
 from acp_conformance.clauses import registry
-from acp_conformance.client_harness import ClientConnection, ClientHarness
+from acp_conformance.endpoints.agent import PromptTurn
+from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.results import Status, breach_status
 from acp_conformance.suite._support import inconclusive, not_applicable
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from acp_conformance.client_harness import ClientHarness
+from acp_conformance.harness.client import ClientHarness
 from acp_conformance.results import Status
 from acp_conformance.suite.client._support import (
     advertised,

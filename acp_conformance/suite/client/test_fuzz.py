@@ -56,11 +56,11 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from acp_conformance import strategies as acp
-from acp_conformance.agent_endpoint import DEFAULT_OPTIONS
-from acp_conformance.client_harness import ClientConnection, ClientHarness
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Request
 from acp_conformance.core.ids import id_key
+from acp_conformance.endpoints.agent import DEFAULT_OPTIONS
+from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.suite._fuzz import (
     C_ANSWERED,
     C_EXT_UNKNOWN,

@@ -8,10 +8,10 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_conformance.agent_endpoint import AgentSetup
-from acp_conformance.client_harness import ClientHarness
 from acp_conformance.core.events import Request
+from acp_conformance.endpoints.agent import AgentSetup
 from acp_conformance.errors import PeerError
+from acp_conformance.harness.client import ClientHarness
 from acp_conformance.results import Status
 from acp_conformance.suite.client._support import first_turn, inconclusive, manual_check, require
 from acp_conformance.transport.process import descendants

@@ -13,10 +13,10 @@ import anyio
 import orjson
 import pytest
 
-from acp_conformance.agent_endpoint import AgentSetup, PermissionAnswer, PromptTurn
-from acp_conformance.client_harness import ClientHarness
 from acp_conformance.core.events import Response
+from acp_conformance.endpoints.agent import AgentSetup, PermissionAnswer, PromptTurn
 from acp_conformance.errors import PeerError
+from acp_conformance.harness.client import ClientHarness
 from acp_conformance.suite.client._support import advertised, first_turn, probe_path, require
 
 pytestmark = pytest.mark.anyio

@@ -63,11 +63,11 @@ from typing import Any
 import orjson
 import pytest
 
-from acp_conformance.agent_endpoint import AgentSetup, PromptTurn
 from acp_conformance.clauses import registry
-from acp_conformance.client_harness import ClientConnection, ClientHarness, Unsupported
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Request
+from acp_conformance.endpoints.agent import AgentSetup, PromptTurn
+from acp_conformance.harness.client import ClientConnection, ClientHarness, Unsupported
 from acp_conformance.results import Status, adjust
 from acp_conformance.scenario.engine import Engine, Outcome, ScenarioResult, Settings, settle
 from acp_conformance.scenario.loader import library_dir, load_scenario

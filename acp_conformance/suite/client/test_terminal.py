@@ -9,10 +9,10 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_conformance.agent_endpoint import PromptTurn
-from acp_conformance.client_harness import ClientConnection, ClientHarness
 from acp_conformance.core.events import Response
 from acp_conformance.core.jsonrpc import id_key
+from acp_conformance.endpoints.agent import PromptTurn
+from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.suite.client._support import (
     advertised,
     first_turn,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from acp_conformance.client_harness import ClientHarness
 from acp_conformance.errors import PeerTimeout
+from acp_conformance.harness.client import ClientHarness
 from acp_conformance.results import Status
 from acp_conformance.suite.client._support import first_turn, require
 

@@ -3,7 +3,7 @@
 Client certification needs the *client under test* to start the agent
 itself, yet every test wants to script the agent side in-process and see
 every byte on the wire.  So the agent the client launches is a tiny relay
-(``python -m mock_agent.relay --control ADDR --token T``) that connects back
+(``python -m acp_conformance.harness.relay --control ADDR --token T``) that connects back
 to the test process over a local socket and forwards bytes both ways:
 
 * relay -> suite: a hello (pid, argv, cwd), every chunk it reads on its
@@ -126,7 +126,7 @@ class Hello:
 
 def relay_command(address: str, token: str, python: str | None = None) -> list[str]:
     """The argv of the relay agent that connects back to ``address``."""
-    argv = [python or sys.executable, "-m", "mock_agent.relay", "--control", address]
+    argv = [python or sys.executable, "-m", "acp_conformance.harness.relay", "--control", address]
     if token:
         argv += ["--token", token]
     return argv

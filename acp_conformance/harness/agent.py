@@ -15,56 +15,39 @@ from __future__ import annotations
 
 import os
 import tempfile
-import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from acp_conformance.checks import passive_results
-from acp_conformance.clauses import registry
-from acp_conformance.client import ClientCapabilities, ClientEndpoint, PermissionPolicy, Sandbox, VirtualTerminals
 from acp_conformance.core.connection import Role
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
+from acp_conformance.endpoints.client import (
+    ClientCapabilities,
+    ClientEndpoint,
+    PermissionPolicy,
+    Sandbox,
+    VirtualTerminals,
+)
 from acp_conformance.errors import ConformanceFailure, PeerError, PeerExited, PeerTimeout, PeerUnavailable
-from acp_conformance.peer import DeadlineMemory, Peer
-from acp_conformance.results import ClauseResult, Status, adjust, judged
+from acp_conformance.harness.base import (
+    DEAD_AFTER,
+    AcpSpecWarning,
+    HarnessBase,
+    deadline_memory,
+    judge_transcript,
+    liveness,
+)
+from acp_conformance.peer import Peer
+from acp_conformance.prompts import DEFAULT_LONG_PROMPT, DEFAULT_PROMPT, DEFAULT_TOOL_PROMPT
+from acp_conformance.results import Status
+from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transcript import Transcript, redactor
 from acp_conformance.transport.process import ProcessTransport, spawn
-from acp_conformance.validation import SchemaValidator
 
 __all__ = ["AcpSpecWarning", "AgentConfig", "AgentHarness", "Connection", "PreparedPeer", "judge_transcript"]
-
-#: After this many handshakes in a row fail (no ``initialize`` answer, or the
-#: process died first) without one ever succeeding, later tests in the same
-#: process stop starting the agent: a dead agent then costs seconds, not one
-#: startup timeout per test.  Two, not one, so a single cold start (npx
-#: downloading, a JIT warming up) cannot write off the whole run.
-DEAD_AFTER = 2
-
-
-@dataclass
-class _Liveness:
-    """Per-process memory of how handshakes with each command went."""
-
-    ok: bool = False
-    failures: list[str] = field(default_factory=list)
-
-
-_LIVENESS: dict[str, _Liveness] = {}
-#: Per process and command: the methods whose deadline the peer let pass (``DeadlineMemory``).
-_DEADLINES: dict[str, DeadlineMemory] = {}
-
-
-def deadline_memory(command: str) -> DeadlineMemory:
-    """The run's memory of missed deadlines for the peer started by ``command``."""
-    return _DEADLINES.setdefault(command, DeadlineMemory())
-
-
-class AcpSpecWarning(UserWarning):
-    """A SHOULD-level recommendation the peer does not follow."""
-
+# AcpSpecWarning and judge_transcript live in harness.base; re-exported here for the suites.
 
 @dataclass
 class AgentConfig:
@@ -76,9 +59,9 @@ class AgentConfig:
     timeout: float = 10.0
     startup_timeout: float = 20.0
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
-    prompt: str = "Hello! Please reply with a short greeting."
-    tool_prompt: str = "acp:tool Please create a file named acp-probe.txt containing 'hello' using your tools."
-    long_prompt: str = "acp:long Please count slowly from one to one thousand, one number per line."
+    prompt: str = DEFAULT_PROMPT
+    tool_prompt: str = DEFAULT_TOOL_PROMPT
+    long_prompt: str = DEFAULT_LONG_PROMPT
     auth_method: str | None = None
     #: Optional per-connection preparation (peer profiles): called with a fresh
     #: directory, entered around the agent process; its ``env`` is added to the
@@ -111,53 +94,21 @@ class Connection:
         return list(self.transport.stderr_tail)[-n:]
 
 
-class AgentHarness:
+class AgentHarness(HarnessBase):
     """One test's view of the agent under test."""
+
+    peer_word = "agent"
 
     def __init__(
         self, config: AgentConfig, validator: SchemaValidator, workdir: str | os.PathLike[str], label: str = ""
     ) -> None:
+        super().__init__(label)
         self.config = config
-        #: Which test this is (its node id), named when a later test gives up on a method it hung on.
-        self.label = label
         self.validator = validator
         self.workdir = Path(workdir)
-        self.results: list[ClauseResult] = []
         self.connections: list[Connection] = []
-        self.peer_info: dict[str, Any] | None = None
-        self.body_completed = False
-        #: The first MUST failure recorded by a ``check(..., stop=False)``, raised when the
-        #: connection closes (the test fails, after every independent check has had its say).
-        self.pending_failure: ConformanceFailure | None = None
         self.setups: list[PreparedPeer] = []
         self._n = 0
-
-    # -------------------------------------------------------------- results
-    def record(self, clause: str, status: Status, message: str = "", evidence: str = "") -> None:
-        """Record a result; a breach takes the status the clause's level gives it (``results.adjust``)."""
-        self.results.append(ClauseResult(clause, adjust(registry().get(clause), status), message, evidence))
-
-    def check(self, clause: str, ok: bool, expected: str, actual: str, *, stop: bool = True) -> bool:
-        """Judge ``clause``: PASS, or for a MUST a ``ConformanceFailure`` that
-        stops the test; for a SHOULD a WARN and an ``AcpSpecWarning``, for a MAY
-        an INFO (the test goes on: a recommendation missed is not a failure).
-
-        ``stop=False`` for a MUST whose failure must not hide the checks after it (independent
-        judgements of the same traffic): the FAIL is recorded and the test fails once the
-        connection closes (``pending_failure``)."""
-        status = judged(registry().get(clause), ok)
-        if status is Status.PASS:
-            self.record(clause, Status.PASS, expected)
-            return True
-        if status is Status.FAIL and stop:
-            raise ConformanceFailure(clause, expected, actual)
-        message = f"expected {expected}; observed {actual}"
-        self.record(clause, status, message, self.evidence())
-        if status is Status.FAIL and self.pending_failure is None:
-            self.pending_failure = ConformanceFailure(clause, expected, actual)
-        if status is Status.WARN:
-            warnings.warn(AcpSpecWarning(f"[{clause}] {message}"), stacklevel=2)
-        return False
 
     def evidence(self, conn: Connection | None = None, last: int = 40) -> str:
         conn = conn or (self.connections[-1] if self.connections else None)
@@ -200,7 +151,7 @@ class AgentHarness:
             transcript.add("stderr", line)
 
         cwd = self.config.cwd or tempfile.gettempdir()
-        seen = _LIVENESS.setdefault(self.config.command, _Liveness())
+        seen = liveness("agent", self.config.command)
         if initialize and not seen.ok and len(seen.failures) >= DEAD_AFTER:
             raise PeerUnavailable(
                 f"not started again: the agent failed its first {len(seen.failures)} handshakes in this "
@@ -279,7 +230,7 @@ class AgentHarness:
                     failed = True
                     try:
                         if initialize:
-                            seen = _LIVENESS.setdefault(self.config.command, _Liveness())
+                            seen = liveness("agent", self.config.command)
                             try:
                                 result = await peer.request(
                                     "initialize",
@@ -339,14 +290,3 @@ class AgentHarness:
                 "protocolVersion": init.get("protocolVersion"),
                 "authMethods": init.get("authMethods"),
             }
-
-
-def judge_transcript(transcript: Transcript, peer_role: str) -> list[ClauseResult]:
-    """``passive_results``, saying in every result when a flood made the transcript drop frames
-    (the report must tell that its evidence is partial, and how partial)."""
-    found = passive_results(transcript, peer_role)
-    dropped = transcript.dropped_summary
-    if dropped and transcript.frames_dropped:
-        for r in found:
-            r.message = f"{r.message} [{dropped}]" if r.message else f"[{dropped}]"
-    return found

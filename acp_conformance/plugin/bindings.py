@@ -19,7 +19,7 @@ __all__ = ["bindings", "checked_clauses", "passive_clauses", "suite_dir"]
 
 
 def suite_dir(role: str) -> Path:
-    return Path(__file__).resolve().parent / "suite" / role
+    return Path(__file__).resolve().parent.parent / "suite" / role
 
 
 @cache

@@ -112,7 +112,7 @@ def _sdk_version_near(path: Path) -> str:
 
 def _candidates(unstable: bool, start: Path) -> list[tuple[str, Path]]:
     found: list[tuple[str, Path]] = []
-    roots = [start, *start.parents, Path(__file__).resolve().parent.parent]
+    roots = [start, *start.parents, Path(__file__).resolve().parents[2]]
     for root in roots:
         f = root / _SUBDIR / "schema" / "v1" / _file_name(unstable)
         found.append(("node_modules", f))

@@ -34,7 +34,6 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-import warnings
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -43,23 +42,21 @@ from typing import Any, Protocol
 
 import anyio
 
-from acp_conformance.agent_endpoint import AgentEndpoint, AgentSetup
-from acp_conformance.clauses import registry
-from acp_conformance.control import ControlServer, RelayConnection, open_control_server
 from acp_conformance.core.connection import Role
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
+from acp_conformance.endpoints.agent import AgentEndpoint, AgentSetup
 from acp_conformance.errors import ConformanceFailure, PeerError, PeerExited, PeerTimeout, PeerUnavailable
-from acp_conformance.harness import DEAD_AFTER, AcpSpecWarning, _Liveness, deadline_memory, judge_transcript
+from acp_conformance.harness.base import DEAD_AFTER, HarnessBase, deadline_memory, judge_transcript, liveness
+from acp_conformance.harness.control import ControlServer, RelayConnection, open_control_server
 from acp_conformance.peer import Peer
 from acp_conformance.profiles import ClientProfile, default_profile
-from acp_conformance.results import ClauseResult, Status, adjust, judged
+from acp_conformance.results import ClauseResult, Status
+from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transcript import Transcript, redactor
 from acp_conformance.transport.process import ProcessTransport, spawn
-from acp_conformance.validation import SchemaValidator
 
 __all__ = [
     "MANUAL_NOTE",
-    "MODES",
     "ClientConfig",
     "ClientConnection",
     "ClientHarness",
@@ -67,15 +64,14 @@ __all__ = [
     "Unsupported",
 ]
 
-MODES = ("auto", "agent-initiated", "manual")
 #: How much of the client's own stdout is kept for evidence.
 STDOUT_TAIL_BYTES = 8192
 MANUAL_NOTE = " (manually verified)"
 
-#: Per-process memory of how handshakes with each client command went (as for agents:
-#: after ``DEAD_AFTER`` clients in a row never launched the agent or never sent
-#: ``initialize``, and none ever did, later tests do not start the client again).
-_LIVENESS: dict[str, _Liveness] = {}
+# Per-process memory of how handshakes with each client command went (as for agents:
+# after ``DEAD_AFTER`` clients in a row never launched the agent or never sent
+# ``initialize``, and none ever did, later tests do not start the client again):
+# ``harness.base.liveness("client", command)``.
 
 
 class Unsupported(Exception):
@@ -155,8 +151,10 @@ class ClientConnection:
         return await self.process.wait_exit(timeout)
 
 
-class ClientHarness:
+class ClientHarness(HarnessBase):
     """One test's view of the client under test."""
+
+    peer_word = "client"
 
     def __init__(
         self,
@@ -166,18 +164,12 @@ class ClientHarness:
         human: Human | None = None,
         label: str = "",
     ) -> None:
+        super().__init__(label)
         self.config = config
-        #: Which test this is (its node id), named when a later test gives up on a method it hung on.
-        self.label = label
         self.validator = validator
         self.workdir = Path(workdir)
         self.human = human
-        self.results: list[ClauseResult] = []
         self.connections: list[ClientConnection] = []
-        self.peer_info: dict[str, Any] | None = None
-        self.body_completed = False
-        #: The first MUST failure of a ``check(..., stop=False)``, raised by the plugin after the body.
-        self.pending_failure: ConformanceFailure | None = None
         self.manual = False  # set when a result depended on a person
         self._n = 0
         self._stderr: list[str] = []
@@ -192,28 +184,9 @@ class ClientHarness:
         return self.config.profile
 
     # -------------------------------------------------------------- results
-    def record(self, clause: str, status: Status, message: str = "", evidence: str = "") -> None:
-        """Record a result; a breach takes the status the clause's level gives it (``results.adjust``)."""
-        if self.manual and MANUAL_NOTE not in message:
-            message += MANUAL_NOTE
-        self.results.append(ClauseResult(clause, adjust(registry().get(clause), status), message, evidence))
-
-    def check(self, clause: str, ok: bool, expected: str, actual: str, *, stop: bool = True) -> bool:
-        """PASS, or for a MUST a ``ConformanceFailure``; for a SHOULD a WARN, for a MAY an INFO.
-        ``stop=False``: a MUST failure is recorded and raised once the test body is over."""
-        status = judged(registry().get(clause), ok)
-        if status is Status.PASS:
-            self.record(clause, Status.PASS, expected)
-            return True
-        if status is Status.FAIL and stop:
-            raise ConformanceFailure(clause, expected, actual + (MANUAL_NOTE if self.manual else ""))
-        message = f"expected {expected}; observed {actual}"
-        self.record(clause, status, message, self.evidence())
-        if status is Status.FAIL and self.pending_failure is None:
-            self.pending_failure = ConformanceFailure(clause, expected, actual)
-        if status is Status.WARN:
-            warnings.warn(AcpSpecWarning(f"[{clause}] {message}"), stacklevel=2)
-        return False
+    def annotate(self, message: str) -> str:
+        """Results that depended on a person say so ("manually verified")."""
+        return message + MANUAL_NOTE if self.manual and MANUAL_NOTE not in message else message
 
     def evidence(self, conn: ClientConnection | None = None, last: int = 40) -> str:
         conn = conn or (self.connections[-1] if self.connections else None)
@@ -319,7 +292,7 @@ class ClientHarness:
         sandbox.mkdir(parents=True, exist_ok=True)
         transcript = Transcript(label=self.config.command)
         if self.mode == "auto":
-            seen = _LIVENESS.setdefault(self.config.command, _Liveness())
+            seen = liveness("client", self.config.command)
             if not seen.ok and len(seen.failures) >= DEAD_AFTER:
                 raise PeerUnavailable(
                     f"not started again: the client failed its first {len(seen.failures)} handshakes in this run "
@@ -424,7 +397,7 @@ class ClientHarness:
             actual = f"the client exited with status {proc.returncode} without launching the agent"
         else:
             actual = f"the client did not launch the agent within {limit:g} s"
-        _LIVENESS.setdefault(self.config.command, _Liveness()).failures.append(actual)
+        liveness("client", self.config.command).failures.append(actual)
         raise ConformanceFailure(
             "init.first",
             "the client to launch the agent ({agent} in its command line) and send initialize",
@@ -513,7 +486,7 @@ class ClientHarness:
 
     async def _await_initialize(self, conn: ClientConnection) -> None:
         limit = self.config.startup_timeout if self.mode == "auto" else self.config.human_timeout
-        seen = _LIVENESS.setdefault(self.config.command, _Liveness())
+        seen = liveness("client", self.config.command)
         try:
             req = await conn.agent.wait_initialize(limit)
         except PeerExited:
@@ -599,7 +572,7 @@ def _kill_relay(pid: int) -> None:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return
-    if b"mock_agent.relay" in cmdline:
+    if b"acp_conformance.harness.relay" in cmdline or b"mock_agent.relay" in cmdline:
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

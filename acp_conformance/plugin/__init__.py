@@ -1,0 +1,126 @@
+"""The pytest plugin: hooks only, everything they do lives in the modules beside this one.
+
+* ``options``: every ``--acp-*`` option and how its value is checked;
+* ``state``: ``AcpState``, the options turned into the peer's configuration, once per process;
+* ``fixtures``: ``acp_agent`` and ``acp_client``, a fresh harness per test;
+* ``outcomes``: how a test's outcome becomes clause results (typed skips for NOT_APPLICABLE and
+  INCONCLUSIVE);
+* ``reporter``: the results shipped from workers, the reports written on the controller;
+* ``bindings``: which clauses the bundled suites check, read from their markers.
+
+Registered through the ``pytest11`` entry point, so ``pip install acp-conformance`` is all it
+takes for ``pytest --acp-agent="<command>"`` to collect the bundled agent suite from any
+directory.  Without ``--acp-agent`` / ``--acp-client`` the plugin stays out of the way: it
+registers its options and marker and imports nothing heavier than pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from acp_conformance.plugin import options
+from acp_conformance.plugin.fixtures import acp_agent, acp_client
+from acp_conformance.plugin.keys import HARNESS, STATE
+
+__all__ = ["acp_agent", "acp_client"]
+
+_REPORTER = "acp-conformance-reporter"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "clause(*ids): the ACP clause ids this test checks")
+    agent, client = config.getoption("acp_agent"), config.getoption("acp_client")
+    for name, value in (("--acp-agent", agent), ("--acp-client", client)):
+        if value is not None and not value.strip():
+            raise pytest.UsageError(f"{name} is empty: give the command line of the peer to certify")
+    if agent and client:
+        raise pytest.UsageError("give either --acp-agent or --acp-client, not both")
+    if not agent and not client:
+        return
+    from acp_conformance.plugin.bindings import suite_dir
+    from acp_conformance.plugin.reporter import Reporter
+    from acp_conformance.plugin.state import AcpState
+
+    state = AcpState.from_config(config, "agent" if agent else "client")
+    config.stash[STATE] = state
+    controller = not hasattr(config, "workerinput")
+    if controller:
+        state.fuzz_line = options.resolve_fuzz(config)  # both roles have fuzz campaigns
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args = [str(suite_dir(state.role))]
+    if controller:
+        config.pluginmanager.register(Reporter(config, state), _REPORTER)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return None
+    s = state.schema
+    lines = [
+        f"acp {state.role}: {state.command}",
+        f"acp schema: {s.version} from {s.source} {s.path} (sha256 {s.sha256[:12]})",
+    ]
+    if state.client is not None:
+        c = state.client
+        lines.append(f"acp client profile: {c.profile.name} ({c.profile.source}), mode {c.mode}")
+        if c.control is not None:
+            from acp_conformance.harness.control import relay_command
+
+            lines.append(
+                "acp agent command for the client to launch: " + " ".join(relay_command(c.control, c.token or ""))
+            )
+    if state.fuzz_line:
+        lines.append(state.fuzz_line)
+    unbound = state.unbound_passive()
+    if unbound:
+        lines.append(f"acp selection: {', '.join(unbound)} judged on every exchange, so every test runs")
+    return lines
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    marked = [item for item in items if any(True for _ in item.iter_markers("clause"))]
+    if marked:
+        from acp_conformance.clauses import registry
+        from acp_conformance.errors import ConfigurationError
+
+        reg = registry()
+        for item in marked:
+            for mark in item.iter_markers("clause"):
+                for cid in mark.args:
+                    if cid not in reg:
+                        try:
+                            reg.get(cid)
+                        except ConfigurationError as exc:
+                            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.clause: {exc}") from None
+    state = config.stash.get(STATE, None)
+    if state is None or not state.clauses:
+        return
+    if state.unbound_passive():
+        return  # a stream-level clause no test is bound to is judged on all traffic: keep the lot
+    wanted = set(state.clauses)
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        ids = {cid for m in item.iter_markers("clause") for cid in m.args}
+        (keep if ids & wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+    outcome = yield
+    if HARNESS not in item.stash:
+        return  # not a conformance test (or one that never reached its fixture)
+    from acp_conformance.plugin.reporter import collect
+
+    collect(item, call, outcome.get_result())

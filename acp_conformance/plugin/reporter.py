@@ -1,0 +1,129 @@
+"""From test outcomes to the per-clause verdict: the worker side and the controller side.
+
+On the side that runs a test (an xdist worker, or the only process), ``collect`` turns the
+harness's results and the test's outcome into clause results and ships them in the teardown
+report's ``user_properties``, which xdist carries to the controller.  There ``Reporter`` adds
+them to the run, writes the JSON and Markdown reports, prints the per-clause summary and sets
+the exit status from the verdict (not from the test outcomes: a WARN passes, a FAIL judged on
+the traffic of a passing test fails the run).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_conformance.clauses import registry
+from acp_conformance.errors import ConformanceFailure
+from acp_conformance.plugin.bindings import checked_clauses, passive_clauses
+from acp_conformance.plugin.keys import HARNESS
+from acp_conformance.plugin.outcomes import test_results
+from acp_conformance.plugin.state import AcpState
+from acp_conformance.redaction import redactor
+from acp_conformance.reporting import RunResults, TestRecord
+from acp_conformance.results import ClauseResult, Status
+
+__all__ = ["Reporter", "collect"]
+
+#: item.stash: how the test body ended (``rep.outcome`` and the exception), kept for teardown.
+_CALL = pytest.StashKey[tuple[str, BaseException | None]]()
+
+
+def collect(item: pytest.Item, call: pytest.CallInfo[None], rep: pytest.TestReport) -> None:
+    """The worker side of ``pytest_runtest_makereport``, for tests that hold a harness."""
+    harness = item.stash.get(HARNESS, None)
+    if harness is None:
+        return
+    if call.when == "call" and rep.passed and harness.pending_failure is not None:
+        # A MUST judged without stopping the test failed after the last connection closed.
+        pending = harness.pending_failure
+        harness.pending_failure = None
+        harness.body_completed = True
+        rep.outcome = "failed"
+        rep.longrepr = str(pending)
+        call = pytest.CallInfo.from_call(lambda: _raise(pending), when="call")
+    if call.when == "call" or (call.when == "setup" and rep.outcome != "passed"):
+        exc = call.excinfo.value if call.excinfo is not None else None
+        item.stash[_CALL] = (rep.outcome, exc)
+        if rep.failed:
+            evidence = harness.evidence()
+            if evidence:
+                rep.sections.append(("acp transcript (most recent last)", evidence))
+    if rep.failed:
+        # pytest's own rendering of a failure quotes observed values: mask them like the reports.
+        redact = redactor()
+        if rep.longrepr is not None:
+            rep.longrepr = redact(str(rep.longrepr))
+        rep.sections = [(title, redact(text)) for title, text in rep.sections]
+    if call.when != "teardown":
+        return
+    outcome, exc = item.stash.get(_CALL, ("error", None))
+    marked = [cid for m in item.iter_markers("clause") for cid in m.args]
+    results = test_results(marked, harness, outcome, exc, passive_clauses(harness.peer_word))
+    rep.user_properties.append(("acp_results", [r.to_json() for r in results]))
+    if harness.peer_info is not None:
+        rep.user_properties.append(("acp_peer", harness.peer_info))
+    del item.stash[HARNESS]  # its transcripts are in the report now; keep no harness past its test
+
+
+def _raise(exc: ConformanceFailure) -> None:
+    raise exc
+
+
+class Reporter:
+    """Controller-side: collects per-test results, writes reports, sets the exit status."""
+
+    def __init__(self, config: pytest.Config, state: AcpState) -> None:
+        self.config = config
+        self.state = state
+        self.run = RunResults(
+            registry=registry(),
+            role=state.role,
+            command=state.command,
+            checked=checked_clauses(state.role),
+            passive=passive_clauses(state.role),
+            schema=state.schema.describe(),
+            selection=", ".join(state.clauses) or None,
+        )
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        props: dict[str, Any] = dict(report.user_properties)
+        raw = props.get("acp_results")
+        if raw is None:
+            return
+        results = [ClauseResult.from_json(r) for r in raw]
+        if self.run.peer is None and props.get("acp_peer"):
+            self.run.peer = props["acp_peer"]
+        outcome = "failed" if any(r.status is Status.FAIL for r in results) else "passed"
+        self.run.add(TestRecord(report.nodeid, outcome, results))
+        # Keep --junitxml readable: clause ids and statuses, not evidence blobs.
+        report.user_properties = [(k, v) for k, v in report.user_properties if k not in ("acp_results", "acp_peer")]
+        for r in results:
+            report.user_properties.append(("acp_clause", f"{r.clause}={r.status.value}"))
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        path = self.config.getoption("acp_report_json")
+        if path:
+            import orjson
+
+            out = Path(path)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(orjson.dumps(self.run.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
+            out.with_suffix(".md").write_text(self.run.to_markdown() + "\n", "utf-8")
+        if not self.run.verdict()["conformant"] and session.exitstatus == 0:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        terminalreporter.section("ACP conformance (per clause)")
+        for line in self.run.terminal_lines():
+            terminalreporter.write_line(line)
+        if self.state.fuzz_line:
+            terminalreporter.write_line(self.state.fuzz_line)
+        path = self.config.getoption("acp_report_json")
+        if path:
+            terminalreporter.write_line(f"reports: {path} and {Path(path).with_suffix('.md')}")

@@ -1,0 +1,11 @@
+"""The prompts the suite sends by default (one place: the options, the harness and the
+scenario engine take them from here).  The ``acp:`` keywords steer the reference agent and the
+scripted model endpoint; real agents are steered with ``--acp-prompt`` and friends."""
+
+from __future__ import annotations
+
+__all__ = ["DEFAULT_LONG_PROMPT", "DEFAULT_PROMPT", "DEFAULT_TOOL_PROMPT"]
+
+DEFAULT_PROMPT = "Hello! Please reply with a short greeting."
+DEFAULT_TOOL_PROMPT = "acp:tool Please create a file named acp-probe.txt containing 'hello' using your tools."
+DEFAULT_LONG_PROMPT = "acp:long Please count slowly from one to one thousand, one number per line."

@@ -1,0 +1,79 @@
+"""What the schema says about one received frame, as a pure function.
+
+``judge_frame`` applies the per-frame schema rules (the definition the
+method and direction select, the method map, who may send what) to one
+decoded message and returns the violations, without any I/O: the ``Peer``
+records them on its transcript, and the recording proxy, which sees frames
+it does not serve, calls the same function (one rulebook, two callers).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from acp_conformance.core.connection import Role
+from acp_conformance.core.events import Notification, Request, Response, Violation
+
+if TYPE_CHECKING:
+    from acp_conformance.schema.validator import SchemaValidator
+
+__all__ = ["C_UNDERSCORE", "judge_frame"]
+
+#: A method neither in the pinned schema nor ``_``-prefixed (extensibility.mdx).
+C_UNDERSCORE = "ext.method.underscore"
+
+
+def judge_frame(
+    validator: SchemaValidator | None, receiver: Role, ev: Request | Notification | Response
+) -> list[Violation]:
+    """The schema violations of ``ev``, a frame received by ``receiver`` (the side judging it).
+
+    Responses are checked against the result definition of the method they answer (or the
+    error object); requests and notifications against their params definition, after the
+    method map: an unknown method that is not ``_``-prefixed, or one the other side handles,
+    is a violation in itself.  ``_`` extension methods are free-form.  No validator: nothing.
+    """
+    if validator is None:
+        return []
+    from acp_conformance.schema.validator import clause_for
+
+    out: list[tuple[str, str]] = []
+    if isinstance(ev, Response):
+        if ev.is_error:
+            out += [
+                ("jsonrpc.error-object", f"error object: {i.message} at {i.path or '/'}")
+                for i in validator.check_error(ev.error)
+            ]
+        elif ev.method is not None:
+            out += [
+                (clause_for(i, ev.result), f"{ev.method} result: {i.message} at {i.path or '/'}")
+                for i in validator.check_result(ev.method, ev.result)
+            ]
+        return _violations(out, ev)
+    method = ev.method
+    if method.startswith("_"):
+        return []
+    spec = validator.spec(method)
+    if spec is None:
+        return _violations(
+            [(C_UNDERSCORE, f"{method!r} is not an ACP method of the pinned schema and does not start with '_'")], ev
+        )
+    if spec.receiver is not None and spec.receiver is not receiver:
+        sender = receiver.other.value
+        return _violations([("schema.valid", f"{method} is handled by the {sender}; a {sender} must not send it")], ev)
+    params = ev.params if ev.has_params else {}
+    if isinstance(ev, Request):
+        if spec.request is None:
+            what = f"{method} is a notification but arrived as a request (with an id)"
+            return _violations([("schema.valid", what)], ev)
+        issues = validator.validate(spec.request, params)
+    else:
+        if spec.notification is None:
+            return _violations([("schema.valid", f"{method} is a request but arrived as a notification (no id)")], ev)
+        issues = validator.validate(spec.notification, params)
+    out += [(clause_for(i, params), f"{method} params: {i.message} at {i.path or '/'}") for i in issues]
+    return _violations(out, ev)
+
+
+def _violations(found: list[tuple[str, str]], ev: Request | Notification | Response) -> list[Violation]:
+    return [Violation(clause, message, "error", ev.raw[:200], ev.index) for clause, message in found]
