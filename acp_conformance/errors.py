@@ -1,13 +1,14 @@
 """Every exception the toolkit raises, in one place.
 
 The split follows h11: a *local* error means our own code (or a test author)
-asked for something the protocol forbids; a *remote* error means the peer
-under test broke the protocol.  Conformance checks never see local errors
-as peer failures, and peer failures never escape as tracebacks::
+asked for something the protocol forbids; what the peer does wrong is not an
+exception at all but a recorded violation (``core.events.Violation``), judged on
+its clause, so one breach never stops the reading of the frames after it.
+Conformance checks never see local errors as peer failures, and peer failures
+never escape as tracebacks::
 
     AcpError
     ├── LocalProtocolError        we tried to send something illegal
-    ├── RemoteProtocolError       the peer broke a clause (carries clause_id)
     ├── PeerError                 the peer process itself misbehaved
     │   ├── PeerExited            it exited / closed stdout while we waited
     │   ├── PeerTimeout           a deadline passed while we waited
@@ -35,7 +36,6 @@ __all__ = [
     "PeerExited",
     "PeerTimeout",
     "PeerUnavailable",
-    "RemoteProtocolError",
     "RpcError",
     "ScenarioError",
     "SchemaNotFound",
@@ -52,20 +52,6 @@ class LocalProtocolError(AcpError):
     Raised before anything reaches the wire; negative tests that *want* to
     send a broken frame use the raw-send API instead.
     """
-
-
-class RemoteProtocolError(AcpError):
-    """The peer under test violated a clause.
-
-    ``clause_id`` names the requirement, ``frame`` is the offending decoded
-    frame (or raw bytes) when there is one.
-    """
-
-    def __init__(self, clause_id: str, message: str, frame: Any = None) -> None:
-        super().__init__(f"[{clause_id}] {message}")
-        self.clause_id = clause_id
-        self.message = message
-        self.frame = frame
 
 
 class PeerError(AcpError):

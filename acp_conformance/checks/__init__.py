@@ -10,10 +10,6 @@ a live test, a recorded session, or a saved file offline.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from acp_conformance.checks.passive import PASSIVE_CLAUSES, passive_results
 
-__all__ = ["PASSIVE_CLAUSES", "Check", "passive_results"]
-
-Check = Callable[..., object]
+__all__ = ["PASSIVE_CLAUSES", "passive_results"]

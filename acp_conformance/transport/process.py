@@ -50,7 +50,6 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
@@ -59,6 +58,20 @@ import anyio.abc
 from acp_conformance._util import single_exception
 from acp_conformance.errors import ConfigurationError, PeerExited
 from acp_conformance.redaction import redactor, register_secrets
+from acp_conformance.transport._proctree import (
+    Proc,
+    any_readable,
+    children_map,
+    descendants,
+    environ_has,
+    holds_any,
+    pidfd,
+    pipe_inodes_of,
+    processes,
+    signal_if_same,
+    stat,
+    walk,
+)
 
 __all__ = ["SPAWN_TAG_VAR", "ProcessTransport", "descendants", "parse_command", "spawn"]
 
@@ -67,7 +80,6 @@ STDERR_LINE_CAP = 4096
 #: Environment variable carrying the per-spawn tag (see the module docstring).
 SPAWN_TAG_VAR = "ACP_CONFORMANCE_SPAWN"
 _PR_SET_CHILD_SUBREAPER = 36
-_PROC = Path("/proc")
 
 
 def parse_command(command: str | list[str]) -> list[str]:
@@ -82,101 +94,6 @@ def parse_command(command: str | list[str]) -> list[str]:
     if not argv:
         raise ConfigurationError("the peer command is empty")
     return argv
-
-
-# ---------------------------------------------------------------- /proc access
-@dataclass(frozen=True, slots=True)
-class _Proc:
-    """The fields of /proc/PID/stat that teardown needs."""
-
-    pid: int
-    state: str
-    ppid: int
-    pgrp: int
-    session: int
-    start: int  # clock ticks after boot: with the pid, identifies one process
-
-
-def _stat(pid: int) -> _Proc | None:
-    try:
-        text = (_PROC / str(pid) / "stat").read_text()
-        # The command name is parenthesised and may contain anything, ")" included.
-        fields = text[text.rindex(")") + 2 :].split()
-        return _Proc(pid, fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _processes() -> list[_Proc]:
-    try:
-        names = os.listdir(_PROC)
-    except OSError:
-        return []
-    out = []
-    for name in names:
-        if name.isdigit():
-            info = _stat(int(name))
-            if info is not None:
-                out.append(info)
-    return out
-
-
-def _children_map(procs: list[_Proc]) -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for p in procs:
-        children.setdefault(p.ppid, []).append(p.pid)
-    return children
-
-
-def _walk(children: dict[int, list[int]], roots: list[int]) -> list[int]:
-    out: list[int] = []
-    seen = set(roots)
-    stack = list(roots)
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in seen:
-                seen.add(child)
-                out.append(child)
-                stack.append(child)
-    return out
-
-
-def descendants(pid: int) -> list[int]:
-    """All live descendants of ``pid`` (Linux /proc walk; empty elsewhere)."""
-    return _walk(_children_map(_processes()), [pid])
-
-
-def _environ_has(pid: int, needle: bytes) -> bool:
-    try:
-        return needle in (_PROC / str(pid) / "environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
-
-
-def _pipe_inodes_of(pid: int) -> set[str]:
-    out = set()
-    for fd in (0, 1, 2):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("pipe:"):
-            out.add(target)
-    return out
-
-
-def _holds_any(pid: int, pipes: set[str]) -> bool:
-    try:
-        entries = list(os.scandir(f"/proc/{pid}/fd"))
-    except OSError:
-        return False
-    for entry in entries:
-        try:
-            if os.readlink(entry.path) in pipes:
-                return True
-        except OSError:
-            continue
-    return False
 
 
 # -------------------------------------------------------- spawn bookkeeping
@@ -236,9 +153,9 @@ class ProcessTransport:
         self._stdin_closed = False
         # pid -> start time of every descendant seen while the tree was linked.
         self._known_descendants: dict[int, int] = {}
-        info = _stat(self.pid)
+        info = stat(self.pid)
         self.start = info.start if info is not None else None
-        self._pipes = _pipe_inodes_of(self.pid)
+        self._pipes = pipe_inodes_of(self.pid)
         #: Processes teardown killed besides the child (pids), for diagnostics and tests.
         self.stragglers_killed: list[int] = []
 
@@ -327,9 +244,9 @@ class ProcessTransport:
 
     def snapshot_descendants(self) -> None:
         """Remember the peer's descendants while the tree is still linked."""
-        procs = _processes()
+        procs = processes()
         by_pid = {p.pid: p for p in procs}
-        for pid in _walk(_children_map(procs), [self.pid]):
+        for pid in walk(children_map(procs), [self.pid]):
             self._known_descendants[pid] = by_pid[pid].start
 
     async def terminate(self, grace: float) -> int | None:
@@ -367,21 +284,21 @@ class ProcessTransport:
         with anyio.move_on_after(timeout):
             await self.process.wait()
             while True:
-                left = [p for p in self._belongs(_processes()).values() if p.state != "Z"]
+                left = [p for p in self._belongs(processes()).values() if p.state != "Z"]
                 if not left:
                     return True
                 with contextlib.ExitStack() as stack:
                     fds = []
                     for p in left:
                         try:
-                            fd = _pidfd(p)
+                            fd = pidfd(p)
                         except OSError:  # no pidfds here (old kernel): the direct child it is
                             return True
                         if fd is not None:
                             stack.callback(os.close, fd)
                             fds.append(fd)
                     if fds:  # else: all gone since the scan; look again
-                        await _any_readable(fds)
+                        await any_readable(fds)
         return False
 
     # ------------------------------------------------------------ the hunt
@@ -389,7 +306,7 @@ class ProcessTransport:
         """Whether the child's pid - hence its group and session ids - can still only mean
         this spawn: the child (or its zombie) holds it, or nobody does.  Once the pid was
         recycled by another process, group and session no longer identify anything of ours."""
-        info = _stat(self.pid)
+        info = stat(self.pid)
         return info is None or info.start == self.start
 
     def _killpg(self, sig: signal.Signals) -> None:
@@ -397,26 +314,26 @@ class ProcessTransport:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, sig)
 
-    def _belongs(self, procs: list[_Proc]) -> dict[int, _Proc]:
+    def _belongs(self, procs: list[Proc]) -> dict[int, Proc]:
         """Every process of this spawn (see the module docstring), the child excluded."""
         me = os.getpid()
         spared = {me, self.pid} | {pid for pid in _registry.live if pid != self.pid}
         tag = f"{SPAWN_TAG_VAR}={self.tag}".encode() if self.tag else None
         ours = self._ids_are_ours()
-        found: dict[int, _Proc] = {}
+        found: dict[int, Proc] = {}
         for p in procs:
             if p.pid in spared:
                 continue
             if (
                 (ours and (p.session == self.pid or p.pgrp == self.pid))
                 or self._known_descendants.get(p.pid) == p.start
-                or (tag is not None and p.state != "Z" and _environ_has(p.pid, tag))
-                or (self._pipes and p.state != "Z" and _holds_any(p.pid, self._pipes))
+                or (tag is not None and p.state != "Z" and environ_has(p.pid, tag))
+                or (self._pipes and p.state != "Z" and holds_any(p.pid, self._pipes))
             ):
                 found[p.pid] = p
         by_pid = {p.pid: p for p in procs}
         roots = list(found) + ([self.pid] if ours and self.pid in by_pid else [])
-        for pid in _walk(_children_map(procs), roots):
+        for pid in walk(children_map(procs), roots):
             if pid not in spared:
                 found[pid] = by_pid[pid]
         if not _registry.live.keys() - {self.pid} and _registry.busy_start is not None:
@@ -437,9 +354,9 @@ class ProcessTransport:
 
     def _signal_all(self, sig: signal.Signals) -> None:
         self._killpg(sig)
-        for p in self._belongs(_processes()).values():
+        for p in self._belongs(processes()).values():
             if p.state != "Z":
-                _signal(p, sig)
+                signal_if_same(p, sig)
         if self.returncode is None and self._ids_are_ours():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(self.pid, sig)
@@ -449,13 +366,13 @@ class ProcessTransport:
         # groups, in other sessions, orphaned - may live on holding our pipes.
         self._killpg(signal.SIGKILL)
         me = os.getpid()
-        victims = self._belongs(_processes())
+        victims = self._belongs(processes())
         if not victims:
             return
         with contextlib.ExitStack() as stack:
-            watched: list[tuple[_Proc, int | None]] = []
+            watched: list[tuple[Proc, int | None]] = []
             for p in victims.values():
-                fd = None if p.state == "Z" else _signal(p, signal.SIGKILL, keep_fd=True)
+                fd = None if p.state == "Z" else signal_if_same(p, signal.SIGKILL, keep_fd=True)
                 if fd is not None:
                     stack.callback(os.close, fd)
                     self.stragglers_killed.append(p.pid)
@@ -467,7 +384,7 @@ class ProcessTransport:
                     if fd is not None:
                         await anyio.wait_readable(fd)  # a pidfd is readable once the process exited
             for p, _fd in watched:
-                now = _stat(p.pid)
+                now = stat(p.pid)
                 if now is not None and now.start == p.start and now.ppid == me:
                     # Adopted (we are a subreaper): nobody else will reap it.
                     with contextlib.suppress(ChildProcessError, OSError):
@@ -475,63 +392,6 @@ class ProcessTransport:
 
     async def aclose(self) -> None:
         await self.terminate(1.0)
-
-
-def _signal(p: _Proc, sig: signal.Signals, *, keep_fd: bool = False) -> int | None:
-    """Signal ``p`` if it is still the same process.
-
-    With ``keep_fd``, returns an open pidfd of the signalled process (the
-    caller closes it), or None when it was not signalled or pidfds are
-    unavailable.  The pidfd is opened before the identity check, so a pid
-    recycled in between is never signalled.
-    """
-    try:
-        fd: int | None = os.pidfd_open(p.pid)
-    except (AttributeError, OSError):
-        fd = None
-    signalled = False
-    try:
-        now = _stat(p.pid)
-        if now is not None and now.start == p.start:
-            if fd is not None:
-                signal.pidfd_send_signal(fd, sig)
-            else:
-                os.kill(p.pid, sig)
-            signalled = True
-    except OSError:  # ProcessLookupError, PermissionError included
-        pass
-    if fd is not None and not (keep_fd and signalled):
-        os.close(fd)
-        fd = None
-    return fd
-
-
-def _pidfd(p: _Proc) -> int | None:
-    """An open pidfd of ``p``, or None if it is gone or its pid now names another process
-    (the caller closes the fd).  OSError if pidfds are not available."""
-    try:
-        fd = os.pidfd_open(p.pid)
-    except ProcessLookupError:
-        return None
-    except AttributeError:
-        raise OSError("no pidfd_open") from None
-    now = _stat(p.pid)
-    if now is None or now.start != p.start:
-        os.close(fd)
-        return None
-    return fd
-
-
-async def _any_readable(fds: list[int]) -> None:
-    """Return once any of ``fds`` is readable (a pidfd is, once its process exited)."""
-    async with anyio.create_task_group() as tg:
-
-        async def watch(fd: int) -> None:
-            await anyio.wait_readable(fd)
-            tg.cancel_scope.cancel()
-
-        for fd in fds:
-            tg.start_soon(watch, fd)
 
 
 @contextlib.contextmanager

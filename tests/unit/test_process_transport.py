@@ -376,14 +376,14 @@ async def test_group_and_session_of_a_recycled_pid_are_left_alone(monkeypatch: p
         async with spawn([PY, "-c", ECHO], grace=0.5) as tr:
             assert tr.start is not None
             others = [
-                process._Proc(tr.pid, "S", 1, tr.pid, tr.pid, tr.start + 500),  # the pid's new owner
-                process._Proc(999_999_998, "S", tr.pid, tr.pid, tr.pid, tr.start + 600),  # its child
+                process.Proc(tr.pid, "S", 1, tr.pid, tr.pid, tr.start + 500),  # the pid's new owner
+                process.Proc(999_999_998, "S", tr.pid, tr.pid, tr.pid, tr.start + 600),  # its child
             ]
-            real_stat = process._stat
-            monkeypatch.setattr(process, "_stat", lambda pid: others[0] if pid == tr.pid else real_stat(pid))
+            real_stat = process.stat
+            monkeypatch.setattr(process, "stat", lambda pid: others[0] if pid == tr.pid else real_stat(pid))
             assert not tr._ids_are_ours()
             assert tr._belongs(others) == {}
-            monkeypatch.setattr(process, "_stat", real_stat)
+            monkeypatch.setattr(process, "stat", real_stat)
             assert tr._ids_are_ours()
             assert set(tr._belongs(others[1:])) == {999_999_998}  # while the pid is ours, its group is ours
 

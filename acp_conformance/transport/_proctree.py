@@ -1,0 +1,185 @@
+"""The process tree of a spawn, read from /proc: who is still alive, and signalling them safely.
+
+Kept apart from the transport because it is all about identity, not bytes: a pid alone names
+nothing for long (it is recycled), so every process here is a ``Proc`` (pid *and* start time),
+and nothing is signalled until /proc confirms it is still the same process (through a pidfd
+where the kernel has them, so a pid recycled between the check and the signal is never hit).
+Linux only; elsewhere every scan comes back empty and teardown falls back to the process group.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+__all__ = [
+    "Proc",
+    "any_readable",
+    "children_map",
+    "descendants",
+    "environ_has",
+    "holds_any",
+    "pidfd",
+    "pipe_inodes_of",
+    "processes",
+    "signal_if_same",
+    "stat",
+    "walk",
+]
+
+PROC = Path("/proc")
+
+
+@dataclass(frozen=True, slots=True)
+class Proc:
+    """The fields of /proc/PID/stat that teardown needs."""
+
+    pid: int
+    state: str
+    ppid: int
+    pgrp: int
+    session: int
+    start: int  # clock ticks after boot: with the pid, identifies one process
+
+
+def stat(pid: int) -> Proc | None:
+    try:
+        text = (PROC / str(pid) / "stat").read_text()
+        # The command name is parenthesised and may contain anything, ")" included.
+        fields = text[text.rindex(")") + 2 :].split()
+        return Proc(pid, fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def processes() -> list[Proc]:
+    try:
+        names = os.listdir(PROC)
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        if name.isdigit():
+            info = stat(int(name))
+            if info is not None:
+                out.append(info)
+    return out
+
+
+def children_map(procs: list[Proc]) -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for p in procs:
+        children.setdefault(p.ppid, []).append(p.pid)
+    return children
+
+
+def walk(children: dict[int, list[int]], roots: list[int]) -> list[int]:
+    out: list[int] = []
+    seen = set(roots)
+    stack = list(roots)
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in seen:
+                seen.add(child)
+                out.append(child)
+                stack.append(child)
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """All live descendants of ``pid`` (Linux /proc walk; empty elsewhere)."""
+    return walk(children_map(processes()), [pid])
+
+
+def environ_has(pid: int, needle: bytes) -> bool:
+    try:
+        return needle in (PROC / str(pid) / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def pipe_inodes_of(pid: int) -> set[str]:
+    out = set()
+    for fd in (0, 1, 2):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("pipe:"):
+            out.add(target)
+    return out
+
+
+def holds_any(pid: int, pipes: set[str]) -> bool:
+    try:
+        entries = list(os.scandir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+    for entry in entries:
+        try:
+            if os.readlink(entry.path) in pipes:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def signal_if_same(p: Proc, sig: signal.Signals, *, keep_fd: bool = False) -> int | None:
+    """Signal ``p`` if it is still the same process.
+
+    With ``keep_fd``, returns an open pidfd of the signalled process (the
+    caller closes it), or None when it was not signalled or pidfds are
+    unavailable.  The pidfd is opened before the identity check, so a pid
+    recycled in between is never signalled.
+    """
+    try:
+        fd: int | None = os.pidfd_open(p.pid)
+    except (AttributeError, OSError):
+        fd = None
+    signalled = False
+    try:
+        now = stat(p.pid)
+        if now is not None and now.start == p.start:
+            if fd is not None:
+                signal.pidfd_send_signal(fd, sig)
+            else:
+                os.kill(p.pid, sig)
+            signalled = True
+    except OSError:  # ProcessLookupError, PermissionError included
+        pass
+    if fd is not None and not (keep_fd and signalled):
+        os.close(fd)
+        fd = None
+    return fd
+
+
+def pidfd(p: Proc) -> int | None:
+    """An open pidfd of ``p``, or None if it is gone or its pid now names another process
+    (the caller closes the fd).  OSError if pidfds are not available."""
+    try:
+        fd = os.pidfd_open(p.pid)
+    except ProcessLookupError:
+        return None
+    except AttributeError:
+        raise OSError("no pidfd_open") from None
+    now = stat(p.pid)
+    if now is None or now.start != p.start:
+        os.close(fd)
+        return None
+    return fd
+
+
+async def any_readable(fds: list[int]) -> None:
+    """Return once any of ``fds`` is readable (a pidfd is, once its process exited)."""
+    async with anyio.create_task_group() as tg:
+
+        async def watch(fd: int) -> None:
+            await anyio.wait_readable(fd)
+            tg.cancel_scope.cancel()
+
+        for fd in fds:
+            tg.start_soon(watch, fd)
