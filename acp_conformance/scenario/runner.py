@@ -23,9 +23,10 @@ from acp_conformance.client import ClientCapabilities, ClientEndpoint, Sandbox
 from acp_conformance.core.connection import Role
 from acp_conformance.errors import ConfigurationError, ScenarioError
 from acp_conformance.peer import Peer
-from acp_conformance.scenario.engine import ScenarioResult, Settings, run_scenario
+from acp_conformance.scenario.engine import run_scenario
 from acp_conformance.scenario.loader import load_scenario
 from acp_conformance.scenario.model import Scenario
+from acp_conformance.scenario.result import ScenarioResult, Settings
 from acp_conformance.transcript import Transcript
 from acp_conformance.transport.base import Transport
 from acp_conformance.transport.process import spawn

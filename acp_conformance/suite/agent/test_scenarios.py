@@ -18,8 +18,9 @@ import pytest
 
 from acp_conformance.harness import AgentHarness
 from acp_conformance.results import Status
-from acp_conformance.scenario.engine import Settings, run_scenario
+from acp_conformance.scenario.engine import run_scenario
 from acp_conformance.scenario.loader import library_dir, load_scenario
+from acp_conformance.scenario.result import Settings
 from acp_conformance.suite._support import inconclusive, not_applicable
 
 pytestmark = pytest.mark.anyio

@@ -69,7 +69,8 @@ from acp_conformance.client_harness import ClientConnection, ClientHarness, Unsu
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Request
 from acp_conformance.results import Status, adjust
-from acp_conformance.scenario.engine import Engine, Outcome, ScenarioResult, Settings, settle
+from acp_conformance.scenario.answers import settle
+from acp_conformance.scenario.engine import Engine
 from acp_conformance.scenario.loader import library_dir, load_scenario
 from acp_conformance.scenario.model import (
     ExpectNothingStep,
@@ -83,6 +84,7 @@ from acp_conformance.scenario.model import (
     WaitStep,
     iter_steps,
 )
+from acp_conformance.scenario.result import Outcome, ScenarioResult, Settings
 from acp_conformance.suite.client._support import end_session, inconclusive, not_applicable, require
 
 pytestmark = pytest.mark.anyio
