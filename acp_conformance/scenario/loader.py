@@ -296,15 +296,13 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
 
 
 def library_dir() -> Path:
-    """The scenario library: ``$ACP_SCENARIOS_DIR``, else a copy shipped inside the package
-    (``acp_conformance/scenario/library``, for installs from a wheel), else ``scenarios/`` of the checkout."""
+    """The scenario library: ``$ACP_SCENARIOS_DIR``, else the one shipped inside the package
+    (``acp_conformance/scenario/library``, package data in a wheel; the checkout's top-level
+    ``scenarios/`` is a symlink to it)."""
     env = os.environ.get("ACP_SCENARIOS_DIR")
     if env:
         return Path(env)
-    packaged = Path(__file__).resolve().parent / "library"
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parents[2] / "scenarios"
+    return Path(__file__).resolve().parent / "library"
 
 
 @cache
