@@ -4,7 +4,9 @@ Subcommands:
   fetch-schema      fill the per-user schema cache via `npm pack` (no checkout needed)
   schema            show which schema would be used, and from where
   clauses [--role]  list the clause registry
-  check FILE        judge a saved transcript (JSONL) offline on the passive clauses
+  check FILE        re-judge a saved transcript (JSONL) offline: every frame is decoded and
+                    validated again, so a trace from any tool is judged, not trusted
+                    (same as `python -m acp_conformance.scenario check`; --help for its options)
   proxy [options] -- AGENT COMMAND
                     the recording proxy: put it between any client and any agent; it forwards
                     bytes untouched, judges every frame live, writes the transcript and verdict
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from acp_conformance.errors import ConfigurationError
 
@@ -48,34 +49,12 @@ def _cmd_clauses(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_check(args: argparse.Namespace) -> int:
-    from acp_conformance.checks import passive_results
-    from acp_conformance.results import Status
-    from acp_conformance.transcript import Transcript
-
-    path = Path(args.file)
-    if not path.is_file():
-        raise ConfigurationError(f"{path}: no such file")
-    try:
-        transcript = Transcript.from_jsonl(path.read_bytes(), label=str(path))
-    except ValueError as exc:
-        raise ConfigurationError(str(exc)) from None
-    results = passive_results(transcript, args.role)
-    bad = 0
-    for r in sorted(results, key=lambda r: (r.status.value, r.clause)):
-        if r.status is Status.PASS and not args.verbose:
-            continue
-        bad += r.status is Status.FAIL
-        print(f"{r.status.value:<5} {r.clause}: {r.message}")
-    print(f"{len(results)} clause judgement(s), {bad} FAIL")
-    return 1 if bad else 0
-
-
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else list(argv)
-    if raw[:1] == ["proxy"]:
-        # One implementation, two names: the proxy's options and its ``-- COMMAND`` tail are the
-        # scenario CLI's (argparse cannot hand a subcommand's options through untouched).
+    if raw[:1] in (["proxy"], ["check"]):
+        # One implementation, two names: the proxy and the offline judge are the scenario CLI's
+        # (argparse cannot hand a subcommand's options, or the proxy's ``-- COMMAND`` tail, through
+        # untouched).
         from acp_conformance.scenario.cli import main as scenario_main
 
         return scenario_main(raw)
@@ -93,11 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("clauses", help="list the clause registry")
     p.add_argument("--role", choices=("agent", "client"))
     p.set_defaults(fn=_cmd_clauses)
-    p = sub.add_parser("check", help="judge a saved transcript offline")
-    p.add_argument("file")
-    p.add_argument("--role", choices=("agent", "client"), default="agent", help="role of the peer under test")
-    p.add_argument("-v", "--verbose", action="store_true", help="also list PASS results")
-    p.set_defaults(fn=_cmd_check)
+    sub.add_parser("check", help="re-judge a saved transcript offline: check FILE [--role agent|client|both]")
     sub.add_parser("proxy", help="the recording proxy: proxy [--transcript F] [--verdict F] -- AGENT COMMAND")
     args = parser.parse_args(raw)
     try:

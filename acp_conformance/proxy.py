@@ -173,12 +173,13 @@ def judge_view(transcript: Transcript, found: list[Violation], side: Side) -> li
 
 
 def judge_transcript(saved: Transcript, *, sent_by: Side = "client", validator: Any = None) -> WireTap:
-    """Re-judge a saved transcript from its raw frames (any tool's trace works).
+    """Re-judge a saved transcript from its raw frames (any tool's trace works): the one offline judge.
 
-    ``sent_by`` is the side that sent its ``out`` frames (the suite's and the
-    proxy's transcripts: the client).  Violations the file itself records on
-    frames the re-judging cannot see again (e.g. bytes that were not UTF-8
-    and were saved as text) are kept.
+    ``sent_by`` is the side that sent its ``out`` frames (the suite's and the proxy's
+    transcripts: the client).  Every frame is decoded and validated again; the violations a
+    file records are not believed, with one exception: a frame whose saved text is lossy (bytes
+    that were not UTF-8, saved with U+FFFD in their place) cannot be judged again, so what the
+    recording tool found on it is kept, and says so.
     """
     tap = WireTap(validator)
     for e in saved.entries:
@@ -192,13 +193,14 @@ def judge_transcript(saved: Transcript, *, sent_by: Side = "client", validator: 
         from_client = (e.direction == "out") == (sent_by == "client")
         before = len(tap.transcript.entries)
         (tap.from_client if from_client else tap.from_agent)(raw)
+        if "\ufffd" not in e.text() or not tap.transcript.entries[before:]:
+            continue
         seen = {v.clause_id for x in tap.transcript.entries[before:] for v in x.violations}
         judge = tap.client if from_client else tap.agent
         for v in e.violations:
-            if v.clause_id not in seen and tap.transcript.entries[before:]:
-                target = tap.transcript.entries[-1]
-                kept = Violation(v.clause_id, v.message, v.severity)
-                tap.transcript.violation(kept, target)
+            if v.clause_id not in seen:
+                kept = Violation(v.clause_id, f"{v.message} (as recorded: the saved frame is lossy)", v.severity)
+                tap.transcript.violation(kept, tap.transcript.entries[-1])
                 judge.found.append(kept)
     return tap
 

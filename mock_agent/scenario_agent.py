@@ -26,8 +26,9 @@ from typing import Any
 import anyio
 
 from acp_conformance.checks import passive_results
-from acp_conformance.scenario.engine import ScenarioResult, Settings, run_scenario
+from acp_conformance.scenario.engine import run_scenario
 from acp_conformance.scenario.model import Scenario
+from acp_conformance.scenario.result import ScenarioResult, Settings
 from acp_conformance.transport.base import Transport
 from mock_agent.agent import MockAgent
 

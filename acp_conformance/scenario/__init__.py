@@ -8,7 +8,9 @@ a client.  The pieces:
 * ``model`` - the format (pydantic; ``scenarios/schema.json`` is generated from it);
 * ``loader`` - safe loading and checking, errors with file and line;
 * ``match`` - templates and partial patterns;
-* ``engine`` - runs a scenario on a ``Peer`` of either role;
+* ``engine`` - runs a scenario on a ``Peer`` of either role (with ``judge``,
+  ``answers`` and ``frames``);
+* ``result`` - settings, per-step outcomes and the verdict (no engine needed);
 * ``runner`` - against an agent command, file in, JSON verdict out;
 * ``convert`` - transcript -> scenario;
 * ``cli`` - ``python -m acp_conformance.scenario run|validate|schema|convert|check|proxy``.
@@ -19,9 +21,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from acp_conformance.scenario.engine import Engine, Outcome, ScenarioResult, Settings, run_scenario
+    from acp_conformance.scenario.engine import Engine, run_scenario
     from acp_conformance.scenario.loader import library_dir, load_scenario, load_text
     from acp_conformance.scenario.model import Scenario
+    from acp_conformance.scenario.result import Outcome, ScenarioResult, Settings
     from acp_conformance.scenario.runner import play_against, run_against_agent, run_scenario_file
 
 __all__ = [
@@ -41,9 +44,9 @@ __all__ = [
 
 _WHERE = {
     "Engine": "engine",
-    "Outcome": "engine",
-    "ScenarioResult": "engine",
-    "Settings": "engine",
+    "Outcome": "result",
+    "ScenarioResult": "result",
+    "Settings": "result",
     "run_scenario": "engine",
     "library_dir": "loader",
     "load_scenario": "loader",

@@ -141,16 +141,12 @@ def _slug(text: str) -> str:
 def _cmd_check(args: argparse.Namespace) -> int:
     from acp_conformance.proxy import judge_transcript
     from acp_conformance.results import Status
-    from acp_conformance.scenario.runner import load_validator
+    from acp_conformance.schema import load_validator
     from acp_conformance.transcript import Transcript
 
     transcript = _read_transcript(args.transcript)
     assert isinstance(transcript, Transcript)
-    try:
-        validator = load_validator(args.schema)
-    except ConfigurationError as exc:
-        print(f"warning: judging without schema validation: {exc}", file=sys.stderr)
-        validator = None
+    validator = load_validator(args.schema, warn=lambda m: print(f"warning: {m}", file=sys.stderr), flag="--schema")
     tap = judge_transcript(transcript, sent_by=args.sent_by, validator=validator)
     sides = ("agent", "client") if args.role == "both" else (args.role,)
     failed = 0

@@ -296,15 +296,13 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
 
 
 def library_dir() -> Path:
-    """The scenario library: ``$ACP_SCENARIOS_DIR``, else a copy shipped inside the package
-    (``acp_conformance/scenario/library``, for installs from a wheel), else ``scenarios/`` of the checkout."""
+    """The scenario library: ``$ACP_SCENARIOS_DIR``, else the one shipped inside the package
+    (``acp_conformance/scenario/library``, package data in a wheel; the checkout's top-level
+    ``scenarios/`` is a symlink to it)."""
     env = os.environ.get("ACP_SCENARIOS_DIR")
     if env:
         return Path(env)
-    packaged = Path(__file__).resolve().parent / "library"
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parents[2] / "scenarios"
+    return Path(__file__).resolve().parent / "library"
 
 
 @cache
@@ -420,94 +418,127 @@ class _Checker:
 
     def _step(self, step: Any, path: str) -> None:
         if isinstance(step, SendStep):
-            sp = step.send
-            self._templates(sp.params, path)
-            self._templates(sp.id, path)
-            if sp.while_pending is not None:
-                self._ref(path, sp.while_pending, ("request",), "while_pending:")
-            for held in sp.held_by or []:
-                if held != MODEL_STREAM:
-                    self._ref(path, held, ("inbound",), "held_by:")
-            if sp.as_:
-                self.names[sp.as_] = "race" if sp.notification is not None else "request"
-                if sp.held_by is not None:
-                    self.held_sends.add(sp.as_)
+            self._send(step, path)
         elif isinstance(step, CallStep):
-            cp = step.call
-            self._clauses(path, cp.clause)
-            self._templates(cp.params, path)
-            self._templates(cp.id, path)
-            for pat in (cp.result, cp.error):
-                self._pattern(path, pat)
-                for name in captures_in(pat):
-                    self.names[name] = "value"
-            if cp.as_:
-                self.names[cp.as_] = "request"
+            self._call(step, path)
         elif isinstance(step, ExpectStep):
-            ep = step.expect
-            self._clauses(path, ep.clause)
-            self._ref(path, ep.response, ("request",), "response:")
-            self._ref(path, ep.after, ("request", "inbound"), "after:")
-            self._ref(path, ep.before, ("request", "inbound"), "before:")
-            self._race(path, ep.race)
-            self._templates(ep.response_id, path)
-            for pat in (ep.params, ep.result, ep.error):
-                self._pattern(path, pat)
-            for pat in (ep.params, ep.result, ep.error):
-                for name in captures_in(pat):
-                    self.names[name] = "value"
-            if ep.as_:
-                self.names[ep.as_] = "inbound"
+            self._expect(step, path)
         elif isinstance(step, ExpectNothingStep):
-            np_ = step.expect_nothing
-            self._clauses(path, np_.clause)
-            self._ref(path, np_.response, ("request",), "response:")
-            if np_.until != "eof" or "eof" in self.names:
-                self._ref(path, np_.until, ("request", "inbound"), "until:")
-            self._ref(path, np_.after, ("request", "inbound"), "after:")
-            for pat in (np_.params, np_.result, np_.error):
-                self._pattern(path, pat)
-                if pat is not None and list(captures_in(pat)):
-                    self.at(path, "expect_nothing cannot capture ($capture): nothing is supposed to match")
+            self._expect_nothing(step, path)
         elif isinstance(step, CheckStep):
-            cp2 = step.check
-            self._clauses(path, cp2.clause)
-            self._race(path, cp2.race)
-            self._templates("{{" + cp2.ref + "}}", path)
-            self._pattern(path, cp2.matches)
-            for name in captures_in(cp2.matches):
-                self.names[name] = "value"
+            self._check(step, path)
         elif isinstance(step, AnswerStep):
-            ap = step.answer
-            self._ref(path, ap.request, ("inbound",), "request:")
-            self._templates(ap.result, path, extra=())
-            self._templates(ap.id, path)
-            if ap.error is not None:
-                self._templates(ap.error.model_dump(), path)
+            self._answer(step, path)
         elif isinstance(step, WaitStep):
-            self._clauses(path, step.wait.clause)
-            if step.wait.captured and step.wait.captured not in self._all_names():
-                self.at(path, f"wait: nothing in this scenario captures {step.wait.captured!r}")
+            self._wait(step, path)
         elif isinstance(step, IfStep):
-            if step.if_.captured and step.if_.captured not in self._all_names():
-                self.at(path, f"if: nothing in this scenario captures {step.if_.captured!r}")
-            self._steps(step.then, f"{path}.then")
-            self._steps(step.else_, f"{path}.else")
+            self._if(step, path)
         elif isinstance(step, ParallelStep):
-            # Names captured by any branch are visible to the others (after a wait) and afterwards.
-            for branch in step.parallel:
-                self._declare(branch)
-            for b, branch in enumerate(step.parallel):
-                self._steps(branch, f"{path}.parallel[{b}]")
+            self._parallel(step, path)
         elif isinstance(step, RawStep):
-            if isinstance(step.raw, str):
-                self._templates(step.raw, path)
-            elif step.raw.text is not None:
-                self._templates(step.raw.text, path)
+            self._raw(step, path)
         elif isinstance(step, LetStep):
-            self._templates(step.let, path)
-            for name in step.let:
+            self._let(step, path)
+
+    def _send(self, step: SendStep, path: str) -> None:
+        sp = step.send
+        self._templates(sp.params, path)
+        self._templates(sp.id, path)
+        if sp.while_pending is not None:
+            self._ref(path, sp.while_pending, ("request",), "while_pending:")
+        for held in sp.held_by or []:
+            if held != MODEL_STREAM:
+                self._ref(path, held, ("inbound",), "held_by:")
+        if sp.as_:
+            self.names[sp.as_] = "race" if sp.notification is not None else "request"
+            if sp.held_by is not None:
+                self.held_sends.add(sp.as_)
+
+    def _call(self, step: CallStep, path: str) -> None:
+        cp = step.call
+        self._clauses(path, cp.clause)
+        self._templates(cp.params, path)
+        self._templates(cp.id, path)
+        for pat in (cp.result, cp.error):
+            self._pattern(path, pat)
+            for name in captures_in(pat):
                 self.names[name] = "value"
+        if cp.as_:
+            self.names[cp.as_] = "request"
+
+    def _expect(self, step: ExpectStep, path: str) -> None:
+        ep = step.expect
+        self._clauses(path, ep.clause)
+        self._ref(path, ep.response, ("request",), "response:")
+        self._ref(path, ep.after, ("request", "inbound"), "after:")
+        self._ref(path, ep.before, ("request", "inbound"), "before:")
+        self._race(path, ep.race)
+        self._templates(ep.response_id, path)
+        for pat in (ep.params, ep.result, ep.error):
+            self._pattern(path, pat)
+        for pat in (ep.params, ep.result, ep.error):
+            for name in captures_in(pat):
+                self.names[name] = "value"
+        if ep.as_:
+            self.names[ep.as_] = "inbound"
+
+    def _expect_nothing(self, step: ExpectNothingStep, path: str) -> None:
+        np_ = step.expect_nothing
+        self._clauses(path, np_.clause)
+        self._ref(path, np_.response, ("request",), "response:")
+        if np_.until != "eof" or "eof" in self.names:
+            self._ref(path, np_.until, ("request", "inbound"), "until:")
+        self._ref(path, np_.after, ("request", "inbound"), "after:")
+        for pat in (np_.params, np_.result, np_.error):
+            self._pattern(path, pat)
+            if pat is not None and list(captures_in(pat)):
+                self.at(path, "expect_nothing cannot capture ($capture): nothing is supposed to match")
+
+    def _check(self, step: CheckStep, path: str) -> None:
+        cp2 = step.check
+        self._clauses(path, cp2.clause)
+        self._race(path, cp2.race)
+        self._templates("{{" + cp2.ref + "}}", path)
+        self._pattern(path, cp2.matches)
+        for name in captures_in(cp2.matches):
+            self.names[name] = "value"
+
+    def _answer(self, step: AnswerStep, path: str) -> None:
+        ap = step.answer
+        self._ref(path, ap.request, ("inbound",), "request:")
+        self._templates(ap.result, path, extra=())
+        self._templates(ap.id, path)
+        if ap.error is not None:
+            self._templates(ap.error.model_dump(), path)
+
+    def _wait(self, step: WaitStep, path: str) -> None:
+        self._clauses(path, step.wait.clause)
+        if step.wait.captured and step.wait.captured not in self._all_names():
+            self.at(path, f"wait: nothing in this scenario captures {step.wait.captured!r}")
+
+    def _if(self, step: IfStep, path: str) -> None:
+        if step.if_.captured and step.if_.captured not in self._all_names():
+            self.at(path, f"if: nothing in this scenario captures {step.if_.captured!r}")
+        self._steps(step.then, f"{path}.then")
+        self._steps(step.else_, f"{path}.else")
+
+    def _parallel(self, step: ParallelStep, path: str) -> None:
+        # Names captured by any branch are visible to the others (after a wait) and afterwards.
+        for branch in step.parallel:
+            self._declare(branch)
+        for b, branch in enumerate(step.parallel):
+            self._steps(branch, f"{path}.parallel[{b}]")
+
+    def _raw(self, step: RawStep, path: str) -> None:
+        if isinstance(step.raw, str):
+            self._templates(step.raw, path)
+        elif step.raw.text is not None:
+            self._templates(step.raw.text, path)
+
+    def _let(self, step: LetStep, path: str) -> None:
+        self._templates(step.let, path)
+        for name in step.let:
+            self.names[name] = "value"
 
     def _declare(self, steps: list[Any]) -> None:
         from acp_conformance.scenario.model import iter_steps

@@ -23,22 +23,16 @@ from acp_conformance.core.connection import Role
 from acp_conformance.endpoints.client import ClientCapabilities, ClientEndpoint, Sandbox
 from acp_conformance.errors import ConfigurationError, ScenarioError
 from acp_conformance.peer import Peer
-from acp_conformance.scenario.engine import ScenarioResult, Settings, run_scenario
+from acp_conformance.scenario.engine import run_scenario
 from acp_conformance.scenario.loader import load_scenario
 from acp_conformance.scenario.model import Scenario
+from acp_conformance.scenario.result import ScenarioResult, Settings
+from acp_conformance.schema import load_validator
 from acp_conformance.transcript import Transcript
 from acp_conformance.transport.base import Transport
 from acp_conformance.transport.process import spawn
 
-__all__ = ["load_validator", "play_against", "run_against_agent", "run_scenario_file", "write_verdict"]
-
-
-def load_validator(schema: str | None = None) -> Any:
-    """The strict schema validator (``ConfigurationError`` when the schema cannot be found)."""
-    from acp_conformance.schema import locate_schema
-    from acp_conformance.schema.validator import SchemaValidator
-
-    return SchemaValidator(locate_schema(schema).data)
+__all__ = ["play_against", "run_against_agent", "run_scenario_file", "write_verdict"]
 
 
 async def run_against_agent(
@@ -133,7 +127,7 @@ def run_scenario_file(
     ``exit_status`` is what a command line should exit with.
     """
     scenario = load_scenario(path)
-    validator = load_validator(schema)
+    validator = load_validator(schema, required=True)
     settings = Settings(seed=seed)
     if timeout is not None:
         settings.timeout = timeout

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+import pytest
+
 from acp_conformance.endpoints.client import Turn
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.plugin.outcomes import Inconclusive, NotApplicable
+from acp_conformance.results import Status
+from acp_conformance.scenario.result import ScenarioResult
 
-__all__ = ["inconclusive", "new_session", "not_applicable", "run_turn"]
+__all__ = ["conclude", "inconclusive", "new_session", "not_applicable", "run_turn"]
 
 
 def not_applicable(reason: str) -> NoReturn:
@@ -49,3 +53,19 @@ async def run_turn(acp: AgentHarness, conn: Connection, sid: str, prompt: Any) -
         f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}",
     )
     return turn
+
+
+def conclude(result: ScenarioResult) -> None:
+    """End a scenario test as its run ended: it fails when the scenario could not run or an
+    expectation FAILed (the first one, with its evidence), is NOT_APPLICABLE or INCONCLUSIVE when
+    the run ended so (``result.end``), and returns when it completed."""
+    if result.end == "error":
+        pytest.fail(f"the scenario could not run: {result.reason}", pytrace=False)
+    failures = [o for o in result.outcomes if o.status is Status.FAIL]
+    if failures:
+        first = failures[0]
+        pytest.fail(f"[{', '.join(first.clauses)}] {first.message}\n{first.evidence}", pytrace=False)
+    if result.end == "not_applicable":
+        not_applicable(result.reason)
+    if result.end == "inconclusive":
+        inconclusive(result.reason)

@@ -28,7 +28,6 @@ from acp_conformance.clauses import registry
 from acp_conformance.profiles.agents import CLAUDE_AGENT_ACP, CODEX_ACP, ZED_CODEX_ACP, AgentProfile, find_program
 from tests.e2e._suite_run import ROOT, run_suite
 
-
 #: Clauses that only a full turn with a tool call, a permission request, a cancel or a reload reaches.
 FULL_TURN = (
     "perm.request.shape",

@@ -6,15 +6,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+
 from acp_conformance.proxy import WireTap, judge_transcript, proxy_verdict
 from acp_conformance.results import Status
 from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transcript import Transcript
 
 INIT = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}\n'
-INIT_OK = (
-    b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}\n'
-)
+INIT_OK = b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}\n'
 
 
 def failed(tap: WireTap, side: str) -> set[str]:
@@ -86,3 +86,50 @@ def test_the_offline_check_command(tmp_path: Path, schema_validator: SchemaValid
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "agent  FAIL  transport.stdio.stdout-clean" in proc.stdout
     assert "client: " in proc.stdout
+
+
+def test_the_top_level_check_validates_every_frame_of_a_foreign_trace(tmp_path: Path) -> None:
+    """``python -m acp_conformance check`` is the same judge: a trace from another tool that
+    records no violation, with a result the schema forbids, FAILs; it used to re-report the
+    file's (absent) violations and PASS the framing and schema clauses unread."""
+    t = Transcript()
+    t.add("out", INIT.rstrip(b"\n"))
+    t.add("in", b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"1.0.0"}}')
+    path = tmp_path / "foreign.jsonl"
+    path.write_bytes(t.to_jsonl())
+    proc = subprocess.run(
+        [sys.executable, "-m", "acp_conformance", "check", str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "agent  FAIL " in proc.stdout
+
+
+def test_a_violation_the_file_claims_is_not_believed(schema_validator: SchemaValidator) -> None:
+    """Only what the re-judging finds counts: a FAIL written into the file beside a frame that
+    is fine is dropped (it is kept only where the saved frame is lossy and cannot be re-read)."""
+    answer = b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}'
+    forged = [{"clause": "jsonrpc.version-field", "message": "forged"}]
+    saved = Transcript.from_jsonl(
+        orjson.dumps({"t": 0, "dir": "out", "raw": INIT.rstrip(b"\n").decode()})
+        + b"\n"
+        + orjson.dumps({"t": 1, "dir": "in", "raw": answer.decode(), "violations": forged})
+        + b"\n"
+    )
+    again = judge_transcript(saved, validator=schema_validator)
+    assert "jsonrpc.version-field" not in failed(again, "agent")
+    garbled = '{"jsonrpc":"2.0","method":"_x/note","params":{"text":"caf\ufffd"}}'  # was not UTF-8 on the wire
+    lossy = Transcript.from_jsonl(
+        orjson.dumps(
+            {
+                "t": 0,
+                "dir": "in",
+                "raw": garbled,
+                "violations": [{"clause": "transport.stdio.stdout-clean", "message": "not UTF-8"}],
+            }
+        )
+        + b"\n"
+    )
+    clean = Transcript.from_jsonl(lossy.to_jsonl().replace("\ufffd".encode(), b"e"))
+    assert "transport.stdio.stdout-clean" not in failed(judge_transcript(clean, validator=schema_validator), "agent")
+    kept = judge_transcript(lossy, validator=schema_validator)
+    assert "transport.stdio.stdout-clean" in failed(kept, "agent")

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from acp_conformance.harness import AgentHarness
-from acp_conformance.results import Status
-from acp_conformance.scenario.engine import Settings, run_scenario
+from acp_conformance.scenario.engine import run_scenario
 from acp_conformance.scenario.loader import library_dir, load_scenario
-from acp_conformance.suite._support import inconclusive, not_applicable
+from acp_conformance.scenario.result import Settings
+from acp_conformance.suite._support import conclude, inconclusive
 
 pytestmark = pytest.mark.anyio
 
@@ -68,16 +68,7 @@ async def test_scenario(acp_agent: AgentHarness, path: Path) -> None:
         # plugin passes unrecorded clauses of a test whose body completed).
         for r in result.scenario_results():
             acp_agent.record(r.clause, r.status, r.message, r.evidence)
-    if result.end == "error":
-        pytest.fail(f"the scenario could not run: {result.reason}", pytrace=False)
-    failures = [o for o in result.outcomes if o.status is Status.FAIL]
-    if failures:
-        first = failures[0]
-        pytest.fail(f"[{', '.join(first.clauses)}] {first.message}\n{first.evidence}", pytrace=False)
-    if result.end == "not_applicable":
-        not_applicable(result.reason)
-    if result.end == "inconclusive":
-        inconclusive(result.reason)
+    conclude(result)
 
 
 def _auth_refusal(events: Sequence[Any]) -> str | None:

@@ -69,7 +69,8 @@ from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import AgentSetup, PromptTurn
 from acp_conformance.harness.client import ClientConnection, ClientHarness, Unsupported
 from acp_conformance.results import Status, adjust
-from acp_conformance.scenario.engine import Engine, Outcome, ScenarioResult, Settings, settle
+from acp_conformance.scenario.answers import settle
+from acp_conformance.scenario.engine import Engine
 from acp_conformance.scenario.loader import library_dir, load_scenario
 from acp_conformance.scenario.model import (
     ExpectNothingStep,
@@ -83,6 +84,8 @@ from acp_conformance.scenario.model import (
     WaitStep,
     iter_steps,
 )
+from acp_conformance.scenario.result import Outcome, ScenarioResult, Settings
+from acp_conformance.suite._support import conclude
 from acp_conformance.suite.client._support import end_session, inconclusive, not_applicable, require
 
 pytestmark = pytest.mark.anyio
@@ -363,13 +366,4 @@ async def test_scenario(acp_client: ClientHarness, path: Path) -> None:
         # Recorded before the connection closes: a stream-level finding raised on exit must not
         # hide what the expectations found (the same defect often breaks both).
         _record(acp_client, result)
-    if result.end == "error":
-        pytest.fail(f"the scenario could not run: {result.reason}", pytrace=False)
-    failures = [o for o in result.outcomes if o.status is Status.FAIL]
-    if failures:
-        first = failures[0]
-        pytest.fail(f"[{', '.join(first.clauses)}] {first.message}\n{first.evidence}", pytrace=False)
-    if result.end == "not_applicable":
-        not_applicable(result.reason)
-    if result.end == "inconclusive":
-        inconclusive(result.reason)
+    conclude(result)
