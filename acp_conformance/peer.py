@@ -23,6 +23,7 @@ client are all a ``Peer`` plus handlers.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
@@ -34,7 +35,7 @@ import anyio.lowlevel
 
 from acp_conformance._util import single_exception
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.connection import Connection, Role
+from acp_conformance.core.connection import AnsweringConnection, Connection, Role
 from acp_conformance.core.events import (
     Event,
     EventLog,
@@ -158,13 +159,20 @@ class Peer:
         stderr_tail: Callable[[], list[str]] | None = None,
         max_inflight: int = MAX_INFLIGHT,
         outbox_budget: int = OUTBOX_BUDGET,
+        strict: bool = False,
     ) -> None:
         self.transport = transport
         self.role = role
         self.validator = validator
         self.transcript = transcript if transcript is not None else Transcript()
         self.timeout = timeout
-        self.conn = Connection(role, max_frame_bytes=max_frame_bytes)
+        # A strict receiver (the reference agent and client) answers lines holding no message
+        # (-32700 / -32600, null id); the suite's own peers only record them.
+        self.conn = (
+            AnsweringConnection(role, self.answer_malformed, max_frame_bytes=max_frame_bytes)
+            if strict
+            else Connection(role, max_frame_bytes=max_frame_bytes)
+        )
         self.events = EventLog()
         self.handlers: dict[str, RequestHandler] = {}
         self.default_handler: RequestHandler | None = None
@@ -223,6 +231,14 @@ class Peer:
             # The body's own exception (a failed check, a skip) must reach the
             # caller as itself, not wrapped in a group by our reader task group.
             raise single_exception(group) from None
+
+    def answer_malformed(self, code: int, message: str) -> None:
+        """Answer a line that held no message (what a strict receiver's connection reports)."""
+        self.start_soon(self._send_malformed_error, code, message)
+
+    async def _send_malformed_error(self, code: int, message: str) -> None:
+        with contextlib.suppress(PeerExited):
+            await self.respond_error(None, code, message)
 
     def start_soon(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Run a background task for as long as the peer is open."""

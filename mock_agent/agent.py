@@ -36,9 +36,8 @@ import anyio
 
 from acp_conformance import __version__ as PACKAGE_VERSION
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.connection import Connection, Role
-from acp_conformance.core.events import Event, Notification, Request, Response, Violation
-from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
+from acp_conformance.core.connection import Role
+from acp_conformance.core.events import Notification, Request, Response, Violation
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout
 from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
 from acp_conformance.transcript import Direction, Entry, Transcript
@@ -77,46 +76,6 @@ _BLOCK_TYPES = ("text", "image", "audio", "resource", "resource_link")
 
 
 # --------------------------------------------------------------------------- peer
-class _AgentConnection(Connection):
-    """A ``Connection`` that also notices frames that are no message at all.
-
-    JSON-RPC wants such lines answered: -32700 (not JSON) or -32600 (JSON,
-    but not a request object), with a null id.  The core records them as
-    violations and produces no event; we hand them to ``on_malformed``.
-    """
-
-    def __init__(self, on_malformed: Callable[[int, str], None]) -> None:
-        super().__init__(Role.AGENT, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES)
-        self._on_malformed = on_malformed
-
-    def receive_frame(self, data: bytes) -> list[Event]:
-        events = super().receive_frame(data)
-        bad_id = [e for e in events if isinstance(e, Request) and not _usable_id(e.id)]
-        if bad_id:
-            # An id that is no JSON-RPC id (a boolean, array or object) makes the object no
-            # Request at all: -32600 with a null id, and nothing is served.
-            for e in bad_id:
-                self.forget_incoming(e.id)
-            events = [e for e in events if not (isinstance(e, Request) and not _usable_id(e.id))]
-            self._on_malformed(ErrorCode.INVALID_REQUEST, "Invalid request: the id must be a string, a number or null")
-            return events
-        if not any(isinstance(e, (Request, Notification, Response)) for e in events):
-            value, _ = jsonrpc.decode(data)
-            if value is None and not jsonrpc.is_json_null(data):
-                self._on_malformed(ErrorCode.PARSE_ERROR, "Parse error: the line is not valid UTF-8 JSON")
-            else:
-                self._on_malformed(
-                    ErrorCode.INVALID_REQUEST,
-                    "Invalid request: expected one JSON-RPC 2.0 request or notification object",
-                )
-        return events
-
-
-def _usable_id(rid: Any) -> bool:
-    """JSON-RPC 2.0 ids are strings, numbers or null (fractional numbers are discouraged, not forbidden)."""
-    return rid is None or isinstance(rid, (str, float)) or (isinstance(rid, int) and not isinstance(rid, bool))
-
-
 class _LoggingTranscript(Transcript):
     """Transcript that reports every client violation on stderr and keeps only recent frames.
 
@@ -143,7 +102,7 @@ class _LoggingTranscript(Transcript):
 
 
 class AgentPeer(Peer):
-    """``Peer`` in the agent role that answers unparseable lines as JSON-RPC asks."""
+    """``Peer`` in the agent role that answers unparseable lines as JSON-RPC asks (``AnsweringConnection``)."""
 
     def __init__(
         self,
@@ -159,17 +118,8 @@ class AgentPeer(Peer):
             validator=validator,
             transcript=transcript if transcript is not None else _LoggingTranscript("mock-agent"),
             timeout=timeout,
+            strict=True,
         )
-        self.conn = _AgentConnection(self._answer_malformed)
-
-    def _answer_malformed(self, code: int, message: str) -> None:
-        self.start_soon(self._send_malformed_error, code, message)
-
-    async def _send_malformed_error(self, code: int, message: str) -> None:
-        try:
-            await self.respond_error(None, code, message)
-        except PeerExited:
-            pass
 
 
 # -------------------------------------------------------------------------- state

@@ -13,14 +13,11 @@ hold the reference client to exactly this.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.connection import Connection, Role
-from acp_conformance.core.events import Event, Notification, Request, Response
-from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
-from acp_conformance.errors import PeerExited
+from acp_conformance.core.connection import Role
+from acp_conformance.core.events import Request
 from acp_conformance.peer import HandlerError, Peer
 from acp_conformance.transport.base import Transport
 
@@ -60,51 +57,8 @@ def check_params(req: Request) -> None:
             raise HandlerError(ErrorCode.INVALID_PARAMS, f"{req.method}: {name} must be of type {kind.__name__}")
 
 
-class _StrictConnection(Connection):
-    """A ``Connection`` that hands lines holding no message at all to ``on_malformed``."""
-
-    def __init__(self, on_malformed: Callable[[int, str], None]) -> None:
-        super().__init__(Role.CLIENT, max_frame_bytes=DEFAULT_MAX_FRAME_BYTES)
-        self._on_malformed = on_malformed
-
-    def receive_frame(self, data: bytes) -> list[Event]:
-        events = super().receive_frame(data)
-        bad_id = [e for e in events if isinstance(e, Request) and not _usable_id(e.id)]
-        if bad_id:
-            # An id that is no JSON-RPC id (a boolean, array or object) makes the object no
-            # Request at all: -32600 with a null id, and nothing is served.
-            for e in bad_id:
-                self.forget_incoming(e.id)
-            self._on_malformed(ErrorCode.INVALID_REQUEST, "Invalid request: the id must be a string, a number or null")
-            return [e for e in events if e not in bad_id]
-        if not any(isinstance(e, (Request, Notification, Response)) for e in events):
-            value, _ = jsonrpc.decode(data)
-            if value is None and not jsonrpc.is_json_null(data):
-                self._on_malformed(ErrorCode.PARSE_ERROR, "Parse error: the line is not valid UTF-8 JSON")
-            else:
-                self._on_malformed(
-                    ErrorCode.INVALID_REQUEST, "Invalid request: expected one JSON-RPC 2.0 request or notification"
-                )
-        return events
-
-
-def _usable_id(rid: Any) -> bool:
-    """JSON-RPC 2.0 ids are strings, numbers or null."""
-    return rid is None or isinstance(rid, (str, float)) or (isinstance(rid, int) and not isinstance(rid, bool))
-
-
 class ClientPeer(Peer):
     """``Peer`` in the client role that answers malformed lines as JSON-RPC asks."""
 
     def __init__(self, transport: Transport, *, validator: SchemaValidator | None, timeout: float) -> None:
-        super().__init__(transport, Role.CLIENT, validator=validator, timeout=timeout)
-        self.conn = _StrictConnection(self.answer_malformed)
-
-    def answer_malformed(self, code: int, message: str) -> None:
-        self.start_soon(self._send_malformed_error, code, message)
-
-    async def _send_malformed_error(self, code: int, message: str) -> None:
-        try:
-            await self.respond_error(None, code, message)
-        except PeerExited:
-            pass
+        super().__init__(transport, Role.CLIENT, validator=validator, timeout=timeout, strict=True)

@@ -16,6 +16,7 @@ about the peer.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from typing import Any
 
 from acp_conformance.core import jsonrpc
@@ -27,9 +28,10 @@ from acp_conformance.core.events import (
     Violation,
 )
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, RawFrame
+from acp_conformance.core.ids import answerable
 from acp_conformance.errors import LocalProtocolError
 
-__all__ = ["Connection", "Role"]
+__all__ = ["AnsweringConnection", "Connection", "Role"]
 
 C_ID_ECHO = "jsonrpc.response-id-echo"
 C_NO_DUP = "jsonrpc.no-duplicate-response"
@@ -366,3 +368,45 @@ def _near_miss(rid: Any, outgoing: dict[tuple[str, Any], Any], answered: dict[tu
         if k != jsonrpc.id_key(rid) and (k in outgoing or k in answered):
             return f" (we sent {alt!r}: the id must keep its JSON type)"
     return ""
+
+
+class AnsweringConnection(Connection):
+    """A ``Connection`` for a strict receiver: lines that hold no message get an answer.
+
+    JSON-RPC 2.0 wants a line that is not JSON answered with -32700, and JSON that is no
+    request object (or a request whose id is no JSON-RPC id) with -32600, both under a null id.
+    The plain ``Connection`` records such lines as violations and produces no event (the suite
+    judges, it does not answer); the reference agent and client answer, through ``on_malformed``
+    (code, message).  A request with an unusable id is dropped here: nothing serves it.
+    """
+
+    def __init__(
+        self,
+        our_role: Role,
+        on_malformed: Callable[[int, str], None],
+        *,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        super().__init__(our_role, max_frame_bytes=max_frame_bytes)
+        self._on_malformed = on_malformed
+
+    def receive_frame(self, data: bytes) -> list[Event]:
+        events = super().receive_frame(data)
+        bad = [e for e in events if isinstance(e, Request) and not answerable(e.id)]
+        if bad:
+            for e in bad:
+                self.forget_incoming(e.id)
+            self._on_malformed(
+                jsonrpc.ErrorCode.INVALID_REQUEST, "Invalid request: the id must be a string, a number or null"
+            )
+            return [e for e in events if not any(e is b for b in bad)]
+        if not any(isinstance(e, (Request, Notification, Response)) for e in events):
+            value, _ = jsonrpc.decode(data)
+            if value is None and not jsonrpc.is_json_null(data):
+                self._on_malformed(jsonrpc.ErrorCode.PARSE_ERROR, "Parse error: the line is not valid UTF-8 JSON")
+            else:
+                self._on_malformed(
+                    jsonrpc.ErrorCode.INVALID_REQUEST,
+                    "Invalid request: expected one JSON-RPC 2.0 request or notification object",
+                )
+        return events

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["id_key", "same_id"]
+__all__ = ["answerable", "id_key", "same_id"]
 
 
 def id_key(value: Any) -> tuple[str, Any]:
@@ -56,3 +56,11 @@ def id_key(value: Any) -> tuple[str, Any]:
 def same_id(a: Any, b: Any) -> bool:
     """Whether ``a`` and ``b`` are the same JSON-RPC id (see the module docstring)."""
     return id_key(a) == id_key(b)
+
+
+def answerable(value: Any) -> bool:
+    """Whether a request under this id can be served: JSON-RPC 2.0 ids are strings, numbers or
+    null (a fractional number is discouraged, not forbidden).  ACP's schema is narrower (no
+    fractions): that is ``jsonrpc.is_valid_id``, what a peer may *send*; this is what a strict
+    receiver refuses with -32600 rather than serve."""
+    return value is None or isinstance(value, (str, float)) or (isinstance(value, int) and not isinstance(value, bool))

@@ -18,7 +18,7 @@ from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, not_applicable
-from acp_conformance.suite.agent.test_sessions import AUTH_REQUIRED, describe, error_code, short
+from acp_conformance.suite.agent._helpers import AUTH_REQUIRED, describe, error_code, short
 
 pytestmark = pytest.mark.anyio
 

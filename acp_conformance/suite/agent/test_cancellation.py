@@ -46,19 +46,18 @@ from acp_conformance.endpoints.client import PermissionCall, PermissionPolicy
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, new_session, not_applicable
-from acp_conformance.suite.agent.test_permission import NO_PERMISSION, describe
-from acp_conformance.suite.agent.test_tool_calls import (
+from acp_conformance.suite.agent._helpers import (
+    NO_PERMISSION,
     close_out,
+    describe_effect,
     is_prompt_response,
     no_tool_reason,
-    passive_bookkeeping,
     round_trip,
     turn_sign,
     wait_prompt_response,
 )
 
 pytestmark = pytest.mark.anyio
-__all__ = ["passive_bookkeeping"]  # the fixture, used by name below
 
 CANCELLED = {"outcome": "cancelled"}
 #: The error code of a request aborted by cancellation (schema ErrorCode, cancellation.mdx).
@@ -499,7 +498,7 @@ async def test_cancel_while_permission_pending(
             "perm.agent-honours-outcome",
             not effects,
             f"the tool call {call.tool_call_id!r} not run after the cancelled outcome" + turn.note,
-            f"{len(effects)} call(s): " + ", ".join(describe(r) for _, r in effects[:3]),
+            f"{len(effects)} call(s): " + ", ".join(describe_effect(r) for _, r in effects[:3]),
         )
         close_out(acp_agent, request.node, "not judged on this path")
 

@@ -19,7 +19,7 @@ from acp_conformance.endpoints.client import ClientCapabilities
 from acp_conformance.harness import AgentHarness
 from acp_conformance.results import Status
 from acp_conformance.suite._support import new_session
-from acp_conformance.suite.agent.test_tool_calls import STEER, close_out, record, round_trip
+from acp_conformance.suite.agent._helpers import STEER, close_out, record, round_trip
 
 pytestmark = pytest.mark.anyio
 

@@ -21,7 +21,7 @@ import pytest
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, new_session
-from acp_conformance.suite.agent.test_tool_calls import record
+from acp_conformance.suite.agent._helpers import record
 
 pytestmark = pytest.mark.anyio
 

@@ -21,7 +21,7 @@ from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.plugin.keys import STATE
 from acp_conformance.results import Status
 from acp_conformance.schema.declared import undeclared_fields, withdrawn_field
-from acp_conformance.suite.agent.test_sessions import (
+from acp_conformance.suite.agent._helpers import (
     authenticate_if_configured,
     check_auth,
     describe,

@@ -16,7 +16,7 @@ from acp_conformance.core.events import Event, Request
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, new_session, not_applicable, run_turn
-from acp_conformance.suite.agent.test_tool_calls import (
+from acp_conformance.suite.agent._helpers import (
     close_out,
     is_prompt_response,
     no_tool_reason,

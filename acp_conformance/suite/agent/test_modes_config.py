@@ -29,7 +29,7 @@ from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, not_applicable
-from acp_conformance.suite.agent.test_sessions import (
+from acp_conformance.suite.agent._helpers import (
     answers,
     describe,
     open_session,

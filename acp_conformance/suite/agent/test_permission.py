@@ -27,21 +27,20 @@ from acp_conformance.checks.turns import (
     tool_mentions,
     unattributed_side_effects,
 )
-from acp_conformance.core.events import Request
 from acp_conformance.endpoints.client import PermissionCall
 from acp_conformance.harness import AgentHarness
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, new_session, not_applicable, run_turn
-from acp_conformance.suite.agent.test_tool_calls import (
+from acp_conformance.suite.agent._helpers import (
+    NO_PERMISSION,
     close_out,
+    describe_effect,
     no_tool_reason,
     permission_calls,
     round_trip,
 )
 
 pytestmark = pytest.mark.anyio
-
-NO_PERMISSION = "asked no permission (asking is optional: perm.may-request)"
 
 
 def files_under(root: Path) -> dict[str, bytes]:
@@ -68,12 +67,6 @@ def target_paths(mentions: list[ToolMention], tool_call_ids: set[Any]) -> set[st
                 if is_absolute_path(path):
                     out.add(str(path))
     return out
-
-
-def describe(req: Request) -> str:
-    """``fs/write_text_file /path`` or ``terminal/create cmd``: a side effect in a message."""
-    p = req.params if isinstance(req.params, dict) else {}
-    return f"{req.method} {p.get('path') or p.get('command') or ''}".rstrip()
 
 
 def judge_option_ids(acp: AgentHarness, calls: list[PermissionCall]) -> None:
@@ -122,7 +115,9 @@ async def test_rejected_tool_does_not_run(acp_agent: AgentHarness, request: pyte
         answers = sorted({str((c.outcome or {}).get("optionId") or (c.outcome or {}).get("outcome")) for c in calls})
         what = []
         if effects:
-            what.append(f"{len(effects)} call(s) after the refusal: " + ", ".join(describe(r) for _, r in effects[:3]))
+            what.append(
+                f"{len(effects)} call(s) after the refusal: " + ", ".join(describe_effect(r) for _, r in effects[:3])
+            )
         if on_disk:
             what.append(f"files changed in the sandbox: {on_disk[:3]}")
         what.append(f"sandbox writes through fs/write_text_file: {[p for p, _ in conn.sandbox.writes][:3]}")

@@ -7,9 +7,6 @@ import pytest
 from acp_conformance.core.events import Notification
 from acp_conformance.harness import AgentHarness
 from acp_conformance.suite._support import new_session, run_turn
-from acp_conformance.suite.agent.test_tool_calls import passive_bookkeeping
-
-__all__ = ["passive_bookkeeping"]  # the fixture, used by name below
 
 pytestmark = pytest.mark.anyio
 

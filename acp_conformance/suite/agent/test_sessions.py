@@ -13,10 +13,10 @@ import os
 import sys
 import tempfile
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
@@ -30,130 +30,28 @@ from acp_conformance.checks.sessions import (
     update_kind,
 )
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.events import Event, Notification, Request, Response
-from acp_conformance.endpoints.client import Turn
+from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, not_applicable
+from acp_conformance.suite.agent._helpers import (
+    Json,
+    check_auth,
+    describe,
+    error_code,
+    open_session,
+    position,
+    prompt_turn,
+    short,
+    start_long_turn,
+)
 
 pytestmark = pytest.mark.anyio
 
-Json = dict[str, Any]
-AUTH_REQUIRED = jsonrpc.ErrorCode.AUTH_REQUIRED
 RESOURCE_NOT_FOUND = jsonrpc.ErrorCode.RESOURCE_NOT_FOUND
 #: Longest session/list paging the suite follows before calling it endless.
 MAX_PAGES = 20
-
-
-# ------------------------------------------------------------------ helpers
-def error_code(resp: Response) -> Any:
-    return resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
-
-
-def short(value: Any, limit: int = 300) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def describe(resp: Response | None) -> str:
-    if resp is None:
-        return "no answer"
-    return f"error {short(resp.error, 500)}" if resp.is_error else f"result {short(resp.result, 500)}"
-
-
-def blocked_by_auth(acp: AgentHarness, conn: Connection) -> NoReturn:
-    """The agent refuses with auth_required: nothing here can be judged."""
-    methods = (conn.client.init_result or {}).get("authMethods") or []
-    ids = ", ".join(str(m.get("id")) for m in methods if isinstance(m, dict)) or "none"
-    if acp.config.auth_method is None:
-        inconclusive(f"agent requires authentication; pass --acp-auth-method ID (advertised: {ids})")
-    inconclusive(
-        f"agent still answers -32000 (auth_required) after authenticate with {acp.config.auth_method!r} "
-        f"(advertised: {ids})"
-    )
-
-
-def check_auth(acp: AgentHarness, conn: Connection, resp: Response | None) -> None:
-    if resp is not None and error_code(resp) == AUTH_REQUIRED:
-        blocked_by_auth(acp, conn)
-
-
-async def authenticate_if_configured(acp: AgentHarness, conn: Connection) -> None:
-    """What the harness does after its own initialize, for tests that initialize themselves."""
-    if acp.config.auth_method:
-        await conn.peer.request("authenticate", {"methodId": acp.config.auth_method})
-
-
-async def open_session(
-    acp: AgentHarness,
-    conn: Connection,
-    *,
-    cwd: str | os.PathLike[str] | None = None,
-    extra: Json | None = None,
-    clause: str = "session.new.unique-id",
-    expected: str = "session/new to succeed with a string sessionId",
-) -> str:
-    """``session/new`` (in the sandbox unless ``cwd``), judged on ``clause``."""
-    params: Json = {"cwd": str(cwd or conn.sandbox.root), "mcpServers": [], **(extra or {})}
-    resp = await conn.peer.call("session/new", params)
-    check_auth(acp, conn, resp)
-    ok = not resp.is_error and isinstance(resp.result, dict) and isinstance(resp.result.get("sessionId"), str)
-    acp.check(clause, ok, expected, describe(resp))
-    assert isinstance(resp.result, dict)
-    sid: str = resp.result["sessionId"]
-    conn.client.sessions[sid] = resp.result
-    return sid
-
-
-async def prompt_turn(acp: AgentHarness, conn: Connection, sid: str, prompt: Any) -> Turn:
-    """One prompt turn; an auth_required answer makes the test INCONCLUSIVE."""
-    turn = await conn.client.prompt(sid, prompt)
-    check_auth(acp, conn, turn.response)
-    resp = turn.response
-    assert resp is not None
-    acp.check(
-        "prompt.response.stop-reason",
-        not resp.is_error and isinstance(resp.result, dict) and "stopReason" in resp.result,
-        "session/prompt to end with a result carrying stopReason",
-        describe(resp),
-    )
-    return turn
-
-
-def position(events: Sequence[Event], ev: Event) -> int:
-    """Where ``ev`` (this very object) sits in the arrival order."""
-    return next(i for i, e in enumerate(events) if e is ev)
-
-
-def answers(rid: Any) -> Callable[[Event], bool]:
-    key = jsonrpc.id_key(rid)
-    return lambda e: isinstance(e, Response) and e.method is not None and jsonrpc.id_key(e.id) == key
-
-
-def update_for(sid: str) -> Callable[[Event], bool]:
-    return lambda e: (
-        isinstance(e, Notification)
-        and e.method == "session/update"
-        and isinstance(e.params, dict)
-        and e.params.get("sessionId") == sid
-    )
-
-
-async def start_long_turn(acp: AgentHarness, conn: Connection, sid: str) -> tuple[Any, int]:
-    """Start the long prompt and wait until it streams; INCONCLUSIVE if it ends first."""
-    rid, start = await conn.client.send_prompt(sid, acp.config.long_prompt)
-    is_update, is_answer = update_for(sid), answers(rid)
-    first = await conn.peer.wait_for(
-        lambda e: is_update(e) or is_answer(e),
-        start=start,
-        what="the first update of the long prompt turn",
-        awaiting="session/prompt",
-    )
-    if isinstance(first, Response):
-        check_auth(acp, conn, first)
-        inconclusive(f"the long prompt turn ended before streaming anything ({describe(first)})")
-    return rid, start
 
 
 def require(conn: Connection, capability: str, what: str) -> None:

@@ -13,12 +13,10 @@ The helpers at the top are shared by the other turn-level suites
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
 
-from acp_conformance.checks import PASSIVE_CLAUSES
 from acp_conformance.checks.turns import (
     STOP_REASONS,
     diff_path_problems,
@@ -38,99 +36,20 @@ from acp_conformance.checks.turns import (
     unannounced_tool_work,
     unknown_tool_call_updates,
 )
-from acp_conformance.core.events import Event, Notification, Request, Response
-from acp_conformance.core.ids import same_id
 from acp_conformance.endpoints.client import PermissionCall, Turn
-from acp_conformance.errors import PeerTimeout
-from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.harness import AgentHarness
 from acp_conformance.results import Status
 from acp_conformance.suite._support import new_session, run_turn
+from acp_conformance.suite.agent._helpers import (
+    STEER,
+    close_out,
+    no_tool_reason,
+    permission_calls,
+    record,
+    round_trip,
+)
 
 pytestmark = pytest.mark.anyio
-
-#: Why a tool clause could not be judged when the agent did not use a tool.
-STEER = "the agent made no tool call for --acp-tool-prompt; steer it with --acp-tool-prompt"
-#: A request no agent implements: the answer (-32601 expected, anything will do) closes a round trip.
-PING = "_acp_conformance/ping"
-
-
-# ------------------------------------------------------------ shared helpers
-def record(acp: AgentHarness, status: Status, reason: str, *clauses: str) -> None:
-    """Give each clause ``status`` (NOT_APPLICABLE / INCONCLUSIVE) for this test, with the reason."""
-    for clause in clauses:
-        acp.record(clause, status, reason)
-
-
-def close_out(acp: AgentHarness, node: pytest.Item, reason: str) -> None:
-    """Every clause this test is bound to but did not judge becomes INCONCLUSIVE, so that the
-    plugin never counts an unexercised clause as passed."""
-    judged = {r.clause for r in acp.results}
-    for mark in node.iter_markers("clause"):
-        for clause in mark.args:
-            # Passive clauses are judged on the transcript when the connection closes, after this.
-            if clause not in judged and clause not in PASSIVE_CLAUSES:
-                acp.record(clause, Status.INCONCLUSIVE, reason)
-
-
-def passive_not_exercised(acp: AgentHarness, node: pytest.Item) -> None:
-    """Call after the test's connections closed (``passive_bookkeeping`` does): every stream-level
-    clause the test is bound to that none of its transcripts exercised becomes NOT_APPLICABLE, so
-    that the plugin does not count the test passing as the clause passing."""
-    judged = {r.clause for r in acp.results}
-    for mark in node.iter_markers("clause"):
-        for clause in mark.args:
-            if clause in PASSIVE_CLAUSES and clause not in judged:
-                acp.record(clause, Status.NOT_APPLICABLE, "the agent sent no frame of this kind in this test")
-
-
-@pytest.fixture
-def passive_bookkeeping(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> Iterator[None]:
-    """For a test bound to stream-level clauses: after it, ``passive_not_exercised``."""
-    yield
-    passive_not_exercised(acp_agent, request.node)
-
-
-def is_prompt_response(rid: Any) -> Callable[[Event], bool]:
-    return lambda e: isinstance(e, Response) and e.method == "session/prompt" and same_id(e.id, rid)
-
-
-async def round_trip(conn: Connection, *, also: Callable[[Event], bool] | None = None) -> Event:
-    """Send a request every agent must answer and wait for the answer (or, if given, for an
-    event matching ``also``): frames the agent wrote before answering are on record afterwards."""
-    mark = len(conn.peer.events)
-    rid = await conn.peer.send_request(PING, {"purpose": "round trip"})
-
-    def done(e: Event) -> bool:
-        return (isinstance(e, Response) and e.method == PING and same_id(e.id, rid)) or (also is not None and also(e))
-
-    return await conn.peer.wait_for(done, start=mark, what=f"an answer to our {PING} request")
-
-
-async def wait_prompt_response(
-    conn: Connection, rid: Any, start: int, timeout: float | None = None, *, flag: bool = True
-) -> Response | None:
-    """The session/prompt response, or None if none came in time.  A full deadline passing is
-    ``jsonrpc.every-request-answered`` (and a miss the run remembers, so a peer that never answers
-    prompts costs two deadlines, not one per test); a shorter observation window flags nothing,
-    nor does a wait whose silence a more specific clause judges (``flag=False``)."""
-    full = flag and (timeout is None or timeout >= conn.peer.timeout)
-    try:
-        return await conn.peer.wait_response(rid, method="session/prompt", timeout=timeout, flag=full)
-    except PeerTimeout:
-        return None
-
-
-def permission_calls(conn: Connection, sid: str, start: int = 0, end: int | None = None) -> list[PermissionCall]:
-    """Our record of the permission requests of ``sid`` that arrived in the event window."""
-    events = conn.peer.events
-    out = []
-    for call in conn.client.permission_calls:
-        if call.session_id != sid:
-            continue
-        pos = position_of(events, call.request)
-        if pos >= start and (end is None or pos < end):
-            out.append(call)
-    return out
 
 
 def granted_ids(calls: list[PermissionCall]) -> list[Any]:
@@ -143,24 +62,6 @@ def granted_ids(calls: list[PermissionCall]) -> list[Any]:
         if option_kind(call.request.params, outcome.get("optionId")) in ("allow_once", "allow_always"):
             out.append(call.tool_call_id)
     return out
-
-
-def turn_sign(sid: str, rid: Any) -> Callable[[Event], bool]:
-    """The agent is working on the turn: any session/update, any request of its own, or the answer."""
-
-    def pred(e: Event) -> bool:
-        if isinstance(e, Notification) and e.method == "session/update":
-            return True
-        return isinstance(e, Request) or is_prompt_response(rid)(e)
-
-    return pred
-
-
-def no_tool_reason(events: Sequence[Event], sid: str, start: int = 0, end: int | None = None, *, what: str) -> str:
-    """Why a tool clause is not applicable: no tool call at all, or the agent did not do ``what``."""
-    if not tool_activity(events, sid, start, end):
-        return STEER
-    return f"the agent {what} for --acp-tool-prompt"
 
 
 # ---------------------------------------------------------------------- tests

@@ -6,7 +6,7 @@ import pytest
 
 from acp_conformance.harness.client import ClientHarness
 from acp_conformance.results import Status
-from acp_conformance.suite.client._support import (
+from acp_conformance.suite.client._helpers import (
     advertised,
     first_turn,
     not_applicable,

@@ -81,7 +81,7 @@ from acp_conformance.suite._fuzz import (
     live_connection,
     run_campaign,
 )
-from acp_conformance.suite.client._support import advertised, first_turn, not_applicable, require, session_dir
+from acp_conformance.suite.client._helpers import advertised, first_turn, not_applicable, require, session_dir
 
 __all__ = ["ClientFrameFuzzer", "SAFE_ARG", "SAFE_COMMAND", "client_safe"]
 

@@ -13,7 +13,7 @@ from acp_conformance.endpoints.agent import AgentSetup
 from acp_conformance.errors import PeerError
 from acp_conformance.harness.client import ClientHarness
 from acp_conformance.results import Status
-from acp_conformance.suite.client._support import first_turn, inconclusive, manual_check, require
+from acp_conformance.suite.client._helpers import first_turn, inconclusive, manual_check, require
 from acp_conformance.transport.process import descendants
 
 pytestmark = pytest.mark.anyio

@@ -7,7 +7,7 @@ import pytest
 from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import DEFAULT_OPTIONS
 from acp_conformance.harness.client import ClientHarness
-from acp_conformance.suite.client._support import first_turn, inconclusive, manual_check, require
+from acp_conformance.suite.client._helpers import first_turn, inconclusive, manual_check, require
 
 pytestmark = pytest.mark.anyio
 

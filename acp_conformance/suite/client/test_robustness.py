@@ -17,7 +17,7 @@ from acp_conformance.core.events import Response
 from acp_conformance.endpoints.agent import AgentSetup, PermissionAnswer, PromptTurn
 from acp_conformance.errors import PeerError
 from acp_conformance.harness.client import ClientHarness
-from acp_conformance.suite.client._support import advertised, first_turn, probe_path, require
+from acp_conformance.suite.client._helpers import advertised, first_turn, probe_path, require
 
 pytestmark = pytest.mark.anyio
 

@@ -86,7 +86,7 @@ from acp_conformance.scenario.model import (
 )
 from acp_conformance.scenario.result import Outcome, ScenarioResult, Settings
 from acp_conformance.suite._support import conclude
-from acp_conformance.suite.client._support import end_session, inconclusive, not_applicable, require
+from acp_conformance.suite.client._helpers import end_session, inconclusive, not_applicable, require
 
 pytestmark = pytest.mark.anyio
 

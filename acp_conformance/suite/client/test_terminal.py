@@ -13,7 +13,7 @@ from acp_conformance.core.events import Response
 from acp_conformance.core.jsonrpc import id_key
 from acp_conformance.endpoints.agent import PromptTurn
 from acp_conformance.harness.client import ClientConnection, ClientHarness
-from acp_conformance.suite.client._support import (
+from acp_conformance.suite.client._helpers import (
     advertised,
     first_turn,
     inconclusive,

@@ -7,7 +7,7 @@ import pytest
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness.client import ClientHarness
 from acp_conformance.results import Status
-from acp_conformance.suite.client._support import first_turn, require
+from acp_conformance.suite.client._helpers import first_turn, require
 
 pytestmark = pytest.mark.anyio
 
