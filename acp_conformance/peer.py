@@ -24,7 +24,6 @@ client are all a ``Peer`` plus handlers.
 from __future__ import annotations
 
 import contextlib
-from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -47,6 +46,7 @@ from acp_conformance.core.events import (
 )
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, printable
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerGaveUp, PeerTimeout, RpcError
+from acp_conformance.outbox import OUTBOX_BUDGET, Outbox
 from acp_conformance.transcript import Entry, Transcript
 from acp_conformance.transport.base import Transport
 
@@ -61,13 +61,6 @@ C_ANSWERED = "jsonrpc.every-request-answered"
 #: Inbound requests handled at once (not counting handlers waiting on the peer); at this
 #: many the reader stops reading.  Far above what any legitimate peer has in flight.
 MAX_INFLIGHT = 256
-#: Bytes of answers queued for a peer that does not read them; past this, handlers wait
-#: (and keep their place, so the reader stops too).
-OUTBOX_BUDGET = 4 * 1024 * 1024
-#: At most this many bytes go to the transport in one write.
-_WRITE_BATCH = 256 * 1024
-#: Frames written on the fast path between explicit yields to the event loop (see ``_send_lock``).
-YIELD_EVERY = 16
 
 
 class _Slot:
@@ -188,25 +181,15 @@ class Peer:
         #: ``bytes -> bytes`` applied to every outgoing frame (``b""`` drops it):
         #: how test peers break the wire format on purpose.  ``None`` in normal use.
         self.wire_filter: Callable[[bytes], bytes] | None = None
-        # fast_acquire: an uncontended acquire does not yield to the event loop (a full
-        # loop pass per frame less, the largest single cost of a streamed update);
-        # the fast path of _write yields on its own every YIELD_EVERY frames instead,
-        # so a turn that only streams still lets a session/cancel be read.
-        self._send_lock = anyio.Lock(fast_acquire=True)
-        self._fast_writes = 0
+        #: Where our frames queue when the peer does not read them (``outbox.py``); a handler's
+        #: answer waits there within its byte budget (and keeps its place, so the reader stops too).
+        self.outbox = Outbox(transport.send, outbox_budget)
+        #: Held while a frame goes to the transport (test peers take it to write a frame in parts).
+        self._send_lock = self.outbox.lock
         self.max_inflight = max_inflight
-        self.outbox_budget = outbox_budget
         self._busy = 0  # handlers holding a slot
         self._slot_freed = anyio.Event()
         self._reading_paused = False
-        self._outbox: deque[bytes] = deque()
-        self._outbox_bytes = 0
-        self._queued = 0  # frames ever put in the outbox
-        self._written = 0  # frames of the outbox on the wire (or given up)
-        self._write_error: PeerExited | None = None
-        self._written_ok = 0  # frames of the outbox actually written
-        self._outbox_changed = anyio.Event()
-        self._writer_wakeup = anyio.Event()
         self._watchers: list[Callable[[Event], None]] = []
         self._unterminated_noted = 0
         #: Shared across the connections of a run (the harness sets it): methods whose deadline
@@ -219,7 +202,7 @@ class Peer:
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._reader)
-        self._tg.start_soon(self._writer)
+        self._tg.start_soon(self.outbox.run)
         return self
 
     async def __aexit__(self, *exc: Any) -> bool | None:
@@ -288,10 +271,6 @@ class Peer:
         event.set()
         if event is self._slot_freed:
             self._slot_freed = anyio.Event()
-        elif event is self._outbox_changed:
-            self._outbox_changed = anyio.Event()
-        elif event is self._writer_wakeup:
-            self._writer_wakeup = anyio.Event()
 
     def _append(self, ev: Event) -> None:
         """Log an event and show it to the waits watching for one."""
@@ -402,57 +381,7 @@ class Peer:
         self.transcript.add("out", data.rstrip(b"\n") if not raw else data, message)
         if raw:
             self.transcript.note("(previous frame sent raw, deliberately)")
-        if not self._outbox and not self._send_lock.locked():
-            # The fast path: nothing queued ahead of us.  If the pipe is full this blocks one
-            # writer (holding the lock); everyone after it goes through the outbox.
-            async with self._send_lock:
-                await self.transport.send(data)
-            self._fast_writes += 1
-            if self._fast_writes % YIELD_EVERY == 0:
-                await anyio.lowlevel.checkpoint()
-            return
-        if self._write_error is not None:
-            raise self._write_error
-        while self._outbox and self._outbox_bytes + len(data) > self.outbox_budget:
-            await self._outbox_changed.wait()
-            if self._write_error is not None:
-                raise self._write_error
-        self._outbox.append(data)
-        self._outbox_bytes += len(data)
-        self._queued += 1
-        seq = self._queued
-        self._wake(self._writer_wakeup)
-        if not queue:
-            await self._flushed(seq)
-
-    async def _flushed(self, seq: int) -> None:
-        """Wait until the ``seq``-th queued frame is on the wire; ``PeerExited`` if it never will be."""
-        while self._written < seq:
-            await self._outbox_changed.wait()
-        if self._write_error is not None and self._written_ok < seq:
-            raise self._write_error
-
-    async def _writer(self) -> None:
-        """Write the outbox in order, in batches, under the send lock."""
-        while True:
-            while not self._outbox:
-                await self._writer_wakeup.wait()
-            async with self._send_lock:
-                batch: list[bytes] = []
-                size = 0
-                while self._outbox and (not batch or size + len(self._outbox[0]) <= _WRITE_BATCH):
-                    frame = self._outbox.popleft()
-                    batch.append(frame)
-                    size += len(frame)
-                if self._write_error is None:
-                    try:
-                        await self.transport.send(b"".join(batch))
-                        self._written_ok += len(batch)
-                    except PeerExited as exc:
-                        self._write_error = exc
-                self._outbox_bytes -= size
-                self._written += len(batch)
-                self._wake(self._outbox_changed)
+        await self.outbox.put(data, queue=queue)
 
     def _stall(self) -> str:
         """Why we are not reading, when we are not (for timeout messages)."""
@@ -460,7 +389,7 @@ class Peer:
             return ""
         return (
             f" (we stopped reading the peer's output: {self._busy} of its requests are in flight and "
-            f"{self._outbox_bytes} bytes of our answers wait for it to read its input)"
+            f"{self.outbox.queued_bytes} bytes of our answers wait for it to read its input)"
         )
 
     def note_unterminated(self) -> None:
@@ -482,17 +411,10 @@ class Peer:
         self.transcript.note(f"the peer has written {n} bytes of a line without a terminating newline{more}: {shown}")
 
     async def drain(self) -> None:
-        """Return once every frame already handed to the writer is on the wire.
-
-        Answers are settled before their bytes are written (or queued), and the
-        writer holds the send lock until they are out: waiting for the outbox,
-        then taking the lock once, waits for them.  Used before closing our
-        output, so no answer is cut off by our own EOF.
-        """
-        while self._written < self._queued:
-            await self._outbox_changed.wait()
-        async with self._send_lock:
-            pass
+        """Return once every frame already handed to the writer is on the wire (answers are
+        settled before their bytes are written or queued): before closing our output, so no
+        answer is cut off by our own EOF."""
+        await self.outbox.drain()
 
     def expect_raw_answer(self, rid: Any, method: str) -> None:
         """Treat ``rid`` as the id of a request we are about to write raw (``send_raw``): its

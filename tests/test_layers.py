@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, int]] = [
     ("acp_conformance.model_stub", 2),
     ("acp_conformance.schema", 2),
     ("acp_conformance.transcript", 3),
+    ("acp_conformance.outbox", 3),
     ("acp_conformance.peer", 3),
     ("acp_conformance.clauses", 4),
     ("acp_conformance.results", 4),
