@@ -32,9 +32,7 @@ import pytest
 
 from acp_conformance.suite_bindings import bindings
 from tests.e2e._suite_run import ROOT, SuiteRun, live_processes_matching, run_suite
-
-sys.path.insert(0, str(ROOT / "tests" / "peers"))
-from broken_clients import BREAKAGES
+from tests.peers.broken_clients import BREAKAGES
 
 BROKEN = ROOT / "tests" / "peers" / "broken_clients.py"
 

@@ -10,13 +10,7 @@ default budget and seed.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _breakage import Breakage
 
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event
@@ -24,6 +18,7 @@ from acp_conformance.peer import Peer
 from acp_conformance.transport.base import Transport
 from mock_agent import AgentPeer, MockAgent
 from mock_agent.agent import _AgentConnection
+from tests.peers._breakage import Breakage
 
 __all__ = ["BREAKAGES"]
 

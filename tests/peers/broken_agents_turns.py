@@ -7,19 +7,14 @@ Merged into ``BREAKAGES`` by ``broken_agents.py`` (run them through it).
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _breakage import Breakage, Json
-
 from acp_conformance.core import jsonrpc
 from acp_conformance.peer import NO_ANSWER, HandlerError
 from mock_agent import MockAgent, Session, Turn
+from tests.peers._breakage import Breakage, Json
 
 END_TURN = "end_turn"
 

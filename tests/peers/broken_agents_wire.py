@@ -10,17 +10,12 @@ Merged into ``BREAKAGES`` by ``broken_agents.py`` (run them through it).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _breakage import Breakage, Json
 
 from acp_conformance.core import jsonrpc
 from acp_conformance.peer import HandlerError
 from mock_agent import MockAgent, Session, Turn
+from tests.peers._breakage import Breakage, Json
 
 REQUEST_CANCELLED = -32800
 
