@@ -109,7 +109,7 @@ _DEAD = "the agent is gone (or deaf) after the frame: the probes that follow it 
 #: What a frame the spec forbids us to send provokes is a robustness finding (never a MUST FAIL).
 _FORBIDDEN = "jsonrpc.survives-invalid-input"
 
-BREAKAGES: dict[str, Breakage] = {
+BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "fuzz-silent-on-parse-errors": Breakage(_agent(_SilentOnParseErrors), "jsonrpc.parse-error", status="WARN"),
     "fuzz-parse-error-for-invalid-requests": Breakage(
         _agent(_ParseErrorForInvalidRequests), "jsonrpc.invalid-request", status="WARN"

@@ -553,7 +553,7 @@ def _b(
 
 _SCHEMA = "the result is not an object, which the schema check reports too"
 
-BREAKAGES: dict[str, Breakage] = {
+BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "relative-cwd-accepted": _b(AcceptsRelativeCwd, "session.cwd.relative-rejected", "WARN"),
     "rejects-stdio-mcp": _b(RejectsStdioMcp, "session.mcp.stdio"),
     "process-cwd-paths": _b(

@@ -370,7 +370,7 @@ _WHY = (
     "so the same ungated call also takes omitted capabilities for supported"
 )
 
-BREAKAGES: dict[str, Breakage] = {
+BREAKAGES: dict[str, Breakage[MockAgent]] = {
     # tool calls
     "relative-tool-location": Breakage(RelativeToolLocation, "tool.location.shape"),
     "tool-location-line-zero": Breakage(ToolLocationLineZero, "session.lines.one-based", status="WARN"),

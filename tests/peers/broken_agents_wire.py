@@ -158,7 +158,7 @@ class CancelledRequestAsInternalError(MockAgent):
 
 _SCHEMA = "the schema rejects the same frame, under {}"
 
-BREAKAGES: dict[str, Breakage] = {
+BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "string-params-request": Breakage(StringParamsRequest, "jsonrpc.request-shape"),
     "null-id-request": Breakage(NullIdRequest, "jsonrpc.id-not-null", status="WARN"),
     "sends-notices": Breakage(SendsNotices, "update.notice.gated"),

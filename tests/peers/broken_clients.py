@@ -17,7 +17,6 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,26 +34,9 @@ from acp_conformance.transport.process import ProcessTransport
 from mock_client import MockClient
 from mock_client.cli import main
 from mock_client.strict import ClientPeer, _StrictConnection
+from tests.peers._breakage import Breakage
 
 Json = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ClientBreakage:
-    """One broken client and what the client suite must say about it."""
-
-    client: type[MockClient]
-    breaks: str
-    status: str = "FAIL"
-    also: frozenset[str] = field(default_factory=frozenset)
-    why_also: str = ""
-    #: The fuzz campaign (test name) that finds the breakage: targeted proofs run only it.
-    fuzz: str = ""
-    #: A file of the scenario library (scenarios/client/, by its id) whose suite test must give ``breaks``
-    #: this status too: the proof that the client suite runs the library and the file catches the breakage.
-    scenario: str = ""
-    #: Driven with prompts on stdin (a profile with prompt.via = "stdin"), for checks needing a second prompt.
-    prompts_on_stdin: bool = False
 
 
 class Filtered(MockClient):
@@ -759,216 +741,216 @@ WHY_OMITTED = (
     "with agentCapabilities left out entirely it is also use of an absent capability (cap.omitted-unsupported)"
 )
 
-BREAKAGES: dict[str, ClientBreakage] = {
+BREAKAGES: dict[str, Breakage[MockClient]] = {
     # transport
-    "keepalive-text": ClientBreakage(KeepaliveText, "transport.stdio.stdin-clean"),
-    "bad-utf8": ClientBreakage(BadUtf8, "transport.utf8"),
-    "batch": ClientBreakage(Batch, "transport.stdio.one-message-per-line"),
-    "partial-line-at-exit": ClientBreakage(PartialLineAtExit, "transport.stdio.newline-delimited"),
-    "wrong-jsonrpc-version": ClientBreakage(WrongJsonrpcVersion, "jsonrpc.version-field"),
-    "invalid-content-block": ClientBreakage(InvalidContentBlock, "schema.valid"),
+    "keepalive-text": Breakage(KeepaliveText, "transport.stdio.stdin-clean"),
+    "bad-utf8": Breakage(BadUtf8, "transport.utf8"),
+    "batch": Breakage(Batch, "transport.stdio.one-message-per-line"),
+    "partial-line-at-exit": Breakage(PartialLineAtExit, "transport.stdio.newline-delimited"),
+    "wrong-jsonrpc-version": Breakage(WrongJsonrpcVersion, "jsonrpc.version-field"),
+    "invalid-content-block": Breakage(InvalidContentBlock, "schema.valid"),
     # jsonrpc
-    "stringified-response-ids": ClientBreakage(
+    "stringified-response-ids": Breakage(
         StringifiedResponseIds,
         "jsonrpc.response-id-echo",
         also=frozenset({"jsonrpc.every-request-answered", "jsonrpc.id-types", "term.create.immediate"}),
         why_also="integer-id requests (a terminal/create too) are left unanswered while string ids work",
     ),
-    "result-and-error": ClientBreakage(ResultAndError, "jsonrpc.result-xor-error"),
-    "bad-error-object": ClientBreakage(BadErrorObject, "jsonrpc.error-object"),
-    "result-for-unknown-requests": ClientBreakage(
+    "result-and-error": Breakage(ResultAndError, "jsonrpc.result-xor-error"),
+    "bad-error-object": Breakage(BadErrorObject, "jsonrpc.error-object"),
+    "result-for-unknown-requests": Breakage(
         ResultForUnknownRequests,
         "jsonrpc.unknown-method",
         also=frozenset({"ext.request.unknown"}),
         why_also="an unknown extension request is an unknown method: -32601 is the SHOULD and the MUST",
     ),
-    "ignores-extension-requests": ClientBreakage(
+    "ignores-extension-requests": Breakage(
         IgnoresExtensionRequests,
         "ext.request.respond",
         also=frozenset({"jsonrpc.every-request-answered"}),
         why_also="the unanswered requests are waited for in vain",
     ),
-    "ignores-string-ids": ClientBreakage(
+    "ignores-string-ids": Breakage(
         IgnoresStringIds,
         "jsonrpc.id-types",
         also=frozenset({"jsonrpc.every-request-answered"}),
         why_also="the request with a string id is never answered",
     ),
-    "duplicate-permission-answer": ClientBreakage(DuplicatePermissionAnswer, "jsonrpc.no-duplicate-response"),
-    "never-answers-permission": ClientBreakage(NeverAnswersPermission, "jsonrpc.every-request-answered"),
-    "confused-by-duplicate-prompt-response": ClientBreakage(
+    "duplicate-permission-answer": Breakage(DuplicatePermissionAnswer, "jsonrpc.no-duplicate-response"),
+    "never-answers-permission": Breakage(NeverAnswersPermission, "jsonrpc.every-request-answered"),
+    "confused-by-duplicate-prompt-response": Breakage(
         ConfusedByDuplicatePromptResponse, "jsonrpc.every-request-answered",
         scenario="client-duplicate-and-stray-responses", prompts_on_stdin=True,
     ),
     # init
-    "extension-request-first": ClientBreakage(ExtensionRequestFirst, "init.first"),
-    "version-zero": ClientBreakage(VersionZero, "init.request.protocol-version"),
-    "string-version": ClientBreakage(
+    "extension-request-first": Breakage(ExtensionRequestFirst, "init.first"),
+    "version-zero": Breakage(VersionZero, "init.request.protocol-version"),
+    "string-version": Breakage(
         StringVersion, "init.request.protocol-version-type", also=frozenset({"schema.valid"}),
         why_also="ProtocolVersion is an integer in the schema",
     ),
-    "claims-fs-but-refuses": ClientBreakage(ClaimsFsButRefuses, "init.request.capabilities"),
-    "no-client-info": ClientBreakage(NoClientInfo, "init.request.client-info", status="WARN"),
-    "client-info-without-version": ClientBreakage(
+    "claims-fs-but-refuses": Breakage(ClaimsFsButRefuses, "init.request.capabilities"),
+    "no-client-info": Breakage(NoClientInfo, "init.request.client-info", status="WARN"),
+    "client-info-without-version": Breakage(
         ClientInfoWithoutVersion, "init.implementation.shape", also=frozenset({"schema.valid"}),
         why_also="Implementation.version is required by the schema",
     ),
-    "string-fs-flag": ClientBreakage(
+    "string-fs-flag": Breakage(
         StringFsFlag, "cap.client.fs-defaults", also=frozenset({"schema.valid"}),
         why_also="the schema types the flag as a boolean",
     ),
-    "loads-when-capability-omitted": ClientBreakage(
+    "loads-when-capability-omitted": Breakage(
         LoadsWhenCapabilityOmitted, "cap.omitted-unsupported", also=frozenset({"session.load.gated"}),
         why_also="the session/load it sends is one the agent did not advertise",
     ),
-    "gives-up-without-prompt-capabilities": ClientBreakage(
+    "gives-up-without-prompt-capabilities": Breakage(
         GivesUpWithoutPromptCapabilities, "cap.all-combinations", status="WARN"
     ),
-    "ignores-version": ClientBreakage(IgnoresVersion, "init.version.client-disconnect", status="WARN"),
+    "ignores-version": Breakage(IgnoresVersion, "init.version.client-disconnect", status="WARN"),
     # session
-    "pipelined-session-new": ClientBreakage(
+    "pipelined-session-new": Breakage(
         PipelinedSessionNew, "session.after-init", status="FAIL",
         also=frozenset({"init.version.client-disconnect"}),
         why_also="a session/new sent before the initialize answer cannot depend on the version in it (a WARN)",
     ),
-    "no-mcp-servers": ClientBreakage(
+    "no-mcp-servers": Breakage(
         NoMcpServers, "session.new.params", also=frozenset({"schema.valid"}),
         why_also="mcpServers is required by the schema",
     ),
-    "relative-cwd": ClientBreakage(RelativeCwd, "session.cwd.absolute"),
-    "http-mcp-server": ClientBreakage(HttpMcpServer, "session.mcp.transport-gated"),
-    "relative-mcp-command": ClientBreakage(RelativeMcpCommand, "session.mcp.shapes"),
-    "loads-unadvertised-session": ClientBreakage(
+    "relative-cwd": Breakage(RelativeCwd, "session.cwd.absolute"),
+    "http-mcp-server": Breakage(HttpMcpServer, "session.mcp.transport-gated"),
+    "relative-mcp-command": Breakage(RelativeMcpCommand, "session.mcp.shapes"),
+    "loads-unadvertised-session": Breakage(
         LoadsUnadvertisedSession, "session.load.gated", also=frozenset({"cap.omitted-unsupported"}),
         why_also=WHY_OMITTED, scenario="client-load-gated",
     ),
-    "lists-unadvertised": ClientBreakage(
+    "lists-unadvertised": Breakage(
         ListsUnadvertised, "session.list.gated", also=frozenset({"cap.omitted-unsupported"}),
         why_also=WHY_OMITTED,
     ),
-    "resumes-unadvertised": ClientBreakage(
+    "resumes-unadvertised": Breakage(
         ResumesUnadvertised, "session.resume.gated", also=frozenset({"cap.omitted-unsupported"}),
         why_also=WHY_OMITTED,
     ),
-    "closes-unadvertised": ClientBreakage(
+    "closes-unadvertised": Breakage(
         ClosesUnadvertised, "session.close.gated", also=frozenset({"cap.omitted-unsupported"}),
         why_also=WHY_OMITTED,
     ),
-    "deletes-unadvertised": ClientBreakage(
+    "deletes-unadvertised": Breakage(
         DeletesUnadvertised, "session.delete.gated", also=frozenset({"cap.omitted-unsupported"}),
         why_also=WHY_OMITTED,
     ),
-    "logs-out-unadvertised": ClientBreakage(
+    "logs-out-unadvertised": Breakage(
         LogsOutUnadvertised, "auth.logout.gated", also=frozenset({"cap.omitted-unsupported"}),
         why_also=WHY_OMITTED,
     ),
-    "prompts-unknown-session": ClientBreakage(PromptsUnknownSession, "prompt.after-setup"),
-    "prompt-not-array": ClientBreakage(
+    "prompts-unknown-session": Breakage(PromptsUnknownSession, "prompt.after-setup"),
+    "prompt-not-array": Breakage(
         PromptNotArray, "prompt.params", also=frozenset({"schema.valid"}),
         why_also="prompt is an array in the schema",
     ),
-    "image-without-capability": ClientBreakage(
+    "image-without-capability": Breakage(
         ImageWithoutCapability, "content.image.gated",
         also=frozenset({"prompt.content-gated", "cap.omitted-unsupported"}),
         why_also="an image block is content the agent did not allow; " + WHY_OMITTED,
     ),
-    "audio-without-capability": ClientBreakage(
+    "audio-without-capability": Breakage(
         AudioWithoutCapability, "content.audio.gated",
         also=frozenset({"prompt.content-gated", "cap.omitted-unsupported"}),
         why_also="an audio block is content the agent did not allow; " + WHY_OMITTED,
     ),
-    "resource-without-capability": ClientBreakage(
+    "resource-without-capability": Breakage(
         ResourceWithoutCapability, "content.resource.gated",
         also=frozenset({"prompt.content-gated", "cap.omitted-unsupported"}),
         why_also="an embedded resource is content the agent did not allow; " + WHY_OMITTED,
     ),
     # fs
-    "wrong-read-content": ClientBreakage(WrongReadContent, "fs.read.response"),
-    "ignores-line-limit": ClientBreakage(IgnoresLineLimit, "fs.read.line-limit"),
-    "empty-read-for-missing": ClientBreakage(EmptyReadForMissing, "fs.read.missing", status="WARN"),
-    "missing-file-internal-error": ClientBreakage(
+    "wrong-read-content": Breakage(WrongReadContent, "fs.read.response"),
+    "ignores-line-limit": Breakage(IgnoresLineLimit, "fs.read.line-limit"),
+    "empty-read-for-missing": Breakage(EmptyReadForMissing, "fs.read.missing", status="WARN"),
+    "missing-file-internal-error": Breakage(
         MissingFileInternalError, "error.resource-not-found", status="WARN"
     ),
-    "write-not-performed": ClientBreakage(WriteNotPerformed, "fs.write.create"),
-    "write-returns-string": ClientBreakage(WriteReturnsString, "fs.write.response"),
-    "write-returns-null": ClientBreakage(WriteReturnsNull, "schema.null-result", status="WARN"),
+    "write-not-performed": Breakage(WriteNotPerformed, "fs.write.create"),
+    "write-returns-string": Breakage(WriteReturnsString, "fs.write.response"),
+    "write-returns-null": Breakage(WriteReturnsNull, "schema.null-result", status="WARN"),
     # permission
-    "permission-error": ClientBreakage(
+    "permission-error": Breakage(
         PermissionError32601, "perm.response.shape",
         also=frozenset({"perm.auto", "perm.late-request-after-cancel"}),
         why_also="an error is neither the policy's option nor the cancelled outcome",
     ),
-    "cancelled-without-cancel": ClientBreakage(
+    "cancelled-without-cancel": Breakage(
         CancelledWithoutCancel, "perm.response.shape", also=frozenset({"perm.auto"}),
         why_also="cancelled is not the option of the configured policy",
     ),
-    "hardcoded-option-id": ClientBreakage(HardcodedOptionId, "perm.response.valid-option"),
-    "ignores-permission-policy": ClientBreakage(IgnoresPermissionPolicy, "perm.auto", status="INFO"),
-    "pending-not-cancelled": ClientBreakage(
+    "hardcoded-option-id": Breakage(HardcodedOptionId, "perm.response.valid-option"),
+    "ignores-permission-policy": Breakage(IgnoresPermissionPolicy, "perm.auto", status="INFO"),
+    "pending-not-cancelled": Breakage(
         PendingNotCancelled, "perm.cancelled-on-cancel", scenario="client-cancel-pending-permission"
     ),
-    "late-request-not-cancelled": ClientBreakage(
+    "late-request-not-cancelled": Breakage(
         LateRequestNotCancelled, "perm.late-request-after-cancel", status="WARN",
         scenario="client-permission-after-cancel",
     ),
-    "cancel-as-request": ClientBreakage(
+    "cancel-as-request": Breakage(
         CancelAsRequest, "cancel.is-notification", also=frozenset({"schema.valid"}),
         why_also="session/cancel is a notification in the schema",
     ),
     # robustness
-    "crashes-on-unknown-update": ClientBreakage(CrashesOnUnknownUpdate, "jsonrpc.every-request-answered"),
-    "answers-notifications": ClientBreakage(
+    "crashes-on-unknown-update": Breakage(CrashesOnUnknownUpdate, "jsonrpc.every-request-answered"),
+    "answers-notifications": Breakage(
         AnswersNotifications, "jsonrpc.notification-no-response",
     ),
-    "custom-notification-without-underscore": ClientBreakage(
+    "custom-notification-without-underscore": Breakage(
         CustomNotificationWithoutUnderscore, "ext.method.underscore"
     ),
-    "exits-on-unknown-notification": ClientBreakage(
+    "exits-on-unknown-notification": Breakage(
         ExitsOnUnknownNotification, "ext.notification.ignore", status="WARN",
         also=frozenset({"jsonrpc.every-request-answered"}),
         why_also="once it has exited, the request that follows is never answered",
     ),
-    "confuses-id-spaces": ClientBreakage(ConfusesIdSpaces, "jsonrpc.id-spaces-independent"),
-    "rejects-meta": ClientBreakage(RejectsMeta, "ext.meta.everywhere"),
-    "stderr-not-drained": ClientBreakage(StderrNotDrained, "transport.stdio.stderr-logs", status="INFO"),
+    "confuses-id-spaces": Breakage(ConfusesIdSpaces, "jsonrpc.id-spaces-independent"),
+    "rejects-meta": Breakage(RejectsMeta, "ext.meta.everywhere"),
+    "stderr-not-drained": Breakage(StderrNotDrained, "transport.stdio.stderr-logs", status="INFO"),
     # terminal
-    "no-terminal-exit-code": ClientBreakage(NoTerminalExitCode, "term.wait"),
-    "negative-exit-code": ClientBreakage(
+    "no-terminal-exit-code": Breakage(NoTerminalExitCode, "term.wait"),
+    "negative-exit-code": Breakage(
         NegativeExitCode, "term.exit-status.shape", also=frozenset({"schema.valid"}),
         why_also="the schema gives exitCode a minimum of 0",
     ),
-    "exit-status-while-running": ClientBreakage(ExitStatusWhileRunning, "term.output.shape"),
-    "create-waits-for-exit": ClientBreakage(CreateWaitsForExit, "term.create.immediate"),
-    "kill-releases": ClientBreakage(KillReleases, "term.kill.keeps-id"),
-    "release-leaves-running": ClientBreakage(ReleaseLeavesRunning, "term.release.kills"),
-    "released-id-still-works": ClientBreakage(
+    "exit-status-while-running": Breakage(ExitStatusWhileRunning, "term.output.shape"),
+    "create-waits-for-exit": Breakage(CreateWaitsForExit, "term.create.immediate"),
+    "kill-releases": Breakage(KillReleases, "term.kill.keeps-id"),
+    "release-leaves-running": Breakage(ReleaseLeavesRunning, "term.release.kills"),
+    "released-id-still-works": Breakage(
         ReleasedIdStillWorks, "term.release.invalidates", also=frozenset({"term.release.kills"}),
         why_also="a terminal that is not really released is not killed either",
     ),
-    "keeps-the-head": ClientBreakage(KeepsTheHead, "term.output.truncate-head"),
-    "splits-characters": ClientBreakage(SplitsCharacters, "term.output.char-boundary"),
+    "keeps-the-head": Breakage(KeepsTheHead, "term.output.truncate-head"),
+    "splits-characters": Breakage(SplitsCharacters, "term.output.char-boundary"),
     # found only by fuzzing
     # A request for a method that is neither ACP's nor _-prefixed, and garbage, are frames a conforming
     # agent never sends: the client dying or wedging on them is a robustness finding.
-    "fuzz-crashes-on-unknown-method": ClientBreakage(
+    "fuzz-crashes-on-unknown-method": Breakage(
         FuzzCrashesOnUnknownMethod,
         "jsonrpc.survives-invalid-input",
         status="WARN",
         fuzz="test_fuzz_client_methods_and_notifications",
     ),
-    "fuzz-result-for-invalid-params": ClientBreakage(
+    "fuzz-result-for-invalid-params": Breakage(
         FuzzResultForInvalidParams, "jsonrpc.invalid-params", status="WARN", fuzz="test_fuzz_client_invalid_params"
     ),
-    "fuzz-wedged-after-garbage": ClientBreakage(
+    "fuzz-wedged-after-garbage": Breakage(
         FuzzWedgedAfterGarbage,
         "jsonrpc.survives-invalid-input",
         status="WARN",
         fuzz="test_fuzz_client_unparseable_lines",
     ),
-    "fuzz-silent-on-parse-errors": ClientBreakage(
+    "fuzz-silent-on-parse-errors": Breakage(
         FuzzSilentOnParseErrors, "jsonrpc.parse-error", status="WARN", fuzz="test_fuzz_client_unparseable_lines"
     ),
-    "fuzz-parse-error-for-invalid-requests": ClientBreakage(
+    "fuzz-parse-error-for-invalid-requests": Breakage(
         FuzzParseErrorForInvalidRequests, "jsonrpc.invalid-request", status="WARN",
         fuzz="test_fuzz_client_invalid_requests",
     ),
@@ -980,4 +962,4 @@ if __name__ == "__main__":
         print(f"usage: {sys.argv[0]} NAME [mock_client options]; NAME one of: {', '.join(BREAKAGES)}",
               file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[2:], client_cls=BREAKAGES[sys.argv[1]].client))
+    sys.exit(main(sys.argv[2:], client_cls=BREAKAGES[sys.argv[1]].peer))
