@@ -6,13 +6,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+import orjson
+
 from acp_conformance.core import jsonrpc
 from acp_conformance.peer import Peer
 from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent
 from mock_client import MockClient
 
-__all__ = ["Breakage", "Filtered", "Json", "frame_filter"]
+__all__ = ["Breakage", "Filtered", "FilteredClient", "Json", "frame_filter"]
 
 Json = dict[str, Any]
 
@@ -46,6 +48,28 @@ class Filtered(MockAgent):
         peer = super().make_peer(transport)
         self._peer = peer
         frame_filter(self, self.mangle)
+        return peer
+
+
+class FilteredClient(MockClient):
+    """Base for clients that damage their frames on the wire: override ``mangle``
+    (return a message to send, bytes to send verbatim, or None to drop)."""
+
+    def mangle(self, msg: Json) -> Any:
+        return msg
+
+    def make_peer(self, transport: Transport) -> Peer:
+        peer = super().make_peer(transport)
+
+        def wire(data: bytes) -> bytes:
+            out = self.mangle(orjson.loads(data))
+            if out is None:
+                return b""
+            if isinstance(out, bytes):
+                return out
+            return orjson.dumps(out) + b"\n"
+
+        peer.wire_filter = wire
         return peer
 
 
