@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import sys
 import tomllib
 from pathlib import Path
 
@@ -22,7 +21,6 @@ from acp_conformance.plugin.bindings import bindings, passive_clauses
 
 ROOT = Path(__file__).resolve().parent.parent
 PENDING_FILE = ROOT / "tests" / "coverage_pending.toml"
-sys.path.insert(0, str(ROOT / "tests" / "peers"))
 
 
 def pending() -> dict[str, str]:
@@ -61,7 +59,7 @@ def test_every_clause_is_checked_untestable_or_pending() -> None:
 
 
 def test_agent_clause_checks_are_proven_by_broken_agents() -> None:
-    from broken_agents import BREAKAGES
+    from tests.peers.broken_agents import BREAKAGES
 
     proven = {b.breaks for b in BREAKAGES.values()}
     bound = set(bindings("agent"))

@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import orjson
 
+from acp_conformance.model_stub._common import chunks, json_schema_of
 from acp_conformance.model_stub.script import (
     Conversation,
     Fail,
@@ -114,16 +115,10 @@ def conversation(body: Any) -> Conversation:
 
 def _output_schema(body: dict[str, Any]) -> dict[str, Any] | None:
     for holder in (body.get("output_config"), body):
-        fmt = holder.get("format") if isinstance(holder, dict) else None
-        if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and isinstance(fmt.get("schema"), dict):
-            schema: dict[str, Any] = fmt["schema"]
+        schema = json_schema_of(holder.get("format") if isinstance(holder, dict) else None)
+        if schema is not None:
             return schema
     return None
-
-
-def _chunks(text: str, size: int) -> list[str]:
-    size = max(size, 1)
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 class AnthropicApi:
@@ -214,12 +209,12 @@ class AnthropicApi:
                     resp,
                     index,
                     {"type": "text", "text": ""},
-                    [{"type": "text_delta", "text": c} for c in _chunks(render(part.text, conv), part.chunk)],
+                    [{"type": "text_delta", "text": c} for c in chunks(render(part.text, conv), part.chunk)],
                 )
                 out_tokens += len(part.text) // 4 + 1
             elif isinstance(part, Thinking):
                 deltas: list[dict[str, Any]] = [
-                    {"type": "thinking_delta", "thinking": c} for c in _chunks(part.text, 24)
+                    {"type": "thinking_delta", "thinking": c} for c in chunks(part.text, 24)
                 ]
                 deltas.append({"type": "signature_delta", "signature": "c3R1Yi1zaWduYXR1cmU="})
                 ok = await self._block(resp, index, {"type": "thinking", "thinking": "", "signature": ""}, deltas)
@@ -234,7 +229,7 @@ class AnthropicApi:
                     "input": {},
                 }
                 ok = await self._block(
-                    resp, index, block, [{"type": "input_json_delta", "partial_json": c} for c in _chunks(args, 32)]
+                    resp, index, block, [{"type": "input_json_delta", "partial_json": c} for c in chunks(args, 32)]
                 )
                 out_tokens += len(args) // 4 + 1
             else:

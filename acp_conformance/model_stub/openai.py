@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import orjson
 
+from acp_conformance.model_stub._common import chunks, json_schema_of
 from acp_conformance.model_stub.script import (
     Conversation,
     Reply,
@@ -129,16 +130,7 @@ def conversation(body: Any) -> Conversation:
 
 def _output_schema(body: dict[str, Any]) -> dict[str, Any] | None:
     text = body.get("text")
-    fmt = text.get("format") if isinstance(text, dict) else None
-    if isinstance(fmt, dict) and fmt.get("type") == "json_schema" and isinstance(fmt.get("schema"), dict):
-        schema: dict[str, Any] = fmt["schema"]
-        return schema
-    return None
-
-
-def _chunks(text: str, size: int) -> list[str]:
-    size = max(size, 1)
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+    return json_schema_of(text.get("format") if isinstance(text, dict) else None)
 
 
 class _Stream:
@@ -231,7 +223,7 @@ class OpenAIResponsesApi:
                 item, ok = await self._reasoning(s, index, part.text)
                 out_tokens += len(part.text) // 4 + 1
             elif isinstance(part, Text):
-                item, ok = await self._message(s, index, _chunks(render(part.text, conv), part.chunk), None)
+                item, ok = await self._message(s, index, chunks(render(part.text, conv), part.chunk), None)
                 out_tokens += len(part.text) // 4 + 1
             else:
                 item, ok = await self._message(s, index, [], part, resp)
@@ -268,7 +260,7 @@ class OpenAIResponsesApi:
         if s is None:
             return done, True
         ok = await s.send("response.output_item.added", output_index=index, item=item)
-        for piece in _chunks(args, 32):
+        for piece in chunks(args, 32):
             ok = ok and await s.send(
                 "response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=piece
             )
@@ -290,7 +282,7 @@ class OpenAIResponsesApi:
         ok = ok and await s.send(
             "response.reasoning_summary_part.added", **where, part={"type": "summary_text", "text": ""}
         )
-        for piece in _chunks(text, 24):
+        for piece in chunks(text, 24):
             ok = ok and await s.send("response.reasoning_summary_text.delta", **where, delta=piece)
         ok = ok and await s.send("response.reasoning_summary_text.done", **where, text=text)
         ok = ok and await s.send(

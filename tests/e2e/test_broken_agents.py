@@ -27,9 +27,7 @@ import pytest
 
 from acp_conformance.plugin.bindings import bindings, passive_clauses
 from tests.e2e._suite_run import BROKEN, live_processes_matching, run_suite
-
-sys.path.insert(0, str(BROKEN.parent))
-from broken_agents import BREAKAGES
+from tests.peers.broken_agents import BREAKAGES
 
 PY = sys.executable
 FUZZ_MODULES = ("test_fuzz::", "test_stateful::")

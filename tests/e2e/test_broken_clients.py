@@ -32,9 +32,7 @@ import pytest
 
 from acp_conformance.plugin.bindings import bindings
 from tests.e2e._suite_run import ROOT, SuiteRun, live_processes_matching, run_suite
-
-sys.path.insert(0, str(ROOT / "tests" / "peers"))
-from broken_clients import BREAKAGES
+from tests.peers.broken_clients import BREAKAGES
 
 BROKEN = ROOT / "tests" / "peers" / "broken_clients.py"
 
@@ -51,7 +49,7 @@ FUZZ_ONLY = {c for c, tests in bindings("client").items() if all(t.startswith(FU
 
 def needs_fuzzing(name: str, breaks: str) -> bool:
     """Targeted proofs run the fuzz campaigns only for the breakages only they can find (as for agents);
-    a ``fuzz-*`` breakage names the one campaign that finds it (``ClientBreakage.fuzz``)."""
+    a ``fuzz-*`` breakage names the one campaign that finds it (``Breakage.fuzz``)."""
     return name.startswith("fuzz-") or breaks in FUZZ_ONLY
 
 
@@ -125,8 +123,8 @@ def test_broken_client_fails_exactly_its_clause(name: str, tmp_path: Path) -> No
         select += ["-k", "not test_fuzz"]
     args, profile = (STDIN_ARGS, str(stdin_profile(tmp_path))) if b.prompts_on_stdin else (ARGS, "mock-client")
     run = run_client_suite(
-        f"{PY} {BROKEN} {name} {args}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=10", *select,
-        profile=profile,
+        f"{PY} {BROKEN} {name} {args}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=10", *b.suite_args,
+        *select, profile=profile,
     )
     findings = run.with_status("FAIL", "WARN", "INFO")
     assert run.statuses()[b.breaks] == b.status, run.stdout[-3000:]

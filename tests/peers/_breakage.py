@@ -1,21 +1,20 @@
-"""Shared pieces of the broken test agents (see broken_agents.py)."""
+"""Shared pieces of the broken test peers (see broken_agents.py and broken_clients.py)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+import orjson
 
 from acp_conformance.core import jsonrpc
 from acp_conformance.peer import Peer
 from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent
+from mock_client import MockClient
 
-__all__ = ["Breakage", "Filtered", "Json", "frame_filter"]
+__all__ = ["Breakage", "Filtered", "FilteredClient", "Json", "frame_filter"]
 
 Json = dict[str, Any]
 
@@ -52,14 +51,61 @@ class Filtered(MockAgent):
         return peer
 
 
-@dataclass(frozen=True)
-class Breakage:
-    """One broken agent and what the suite must say about it."""
+class FilteredClient(MockClient):
+    """Base for clients that damage their frames on the wire: override ``mangle``
+    (return a message to send, bytes to send verbatim, or None to drop)."""
 
-    agent: type[MockAgent]
+    def mangle(self, msg: Json) -> Any:
+        return msg
+
+    def make_peer(self, transport: Transport) -> Peer:
+        peer = super().make_peer(transport)
+
+        def wire(data: bytes) -> bytes:
+            out = self.mangle(orjson.loads(data))
+            if out is None:
+                return b""
+            if isinstance(out, bytes):
+                return out
+            return orjson.dumps(out) + b"\n"
+
+        peer.wire_filter = wire
+        return peer
+
+
+#: The class of a broken peer: an agent or a client.
+P = TypeVar("P", bound=MockAgent | MockClient)
+
+#: Fields only the client proofs (tests/e2e/test_broken_clients.py) read.
+_CLIENT_ONLY = ("fuzz", "scenario", "prompts_on_stdin")
+
+
+@dataclass(frozen=True)
+class Breakage(Generic[P]):
+    """One broken peer (an agent or a client) and what the suite must say about it.
+
+    ``peer`` is the reference agent or client with one defect; the suite must give ``breaks`` the
+    status ``status``, and flag nothing else but the collateral ``also`` (why: ``why_also``)."""
+
+    peer: type[P]
     breaks: str
     status: str = "FAIL"
     also: frozenset[str] = field(default_factory=frozenset)
     why_also: str = ""
     #: Extra suite options the proof passes (e.g. ``--acp-auth-method`` for an agent requiring auth).
     suite_args: tuple[str, ...] = ()
+    #: Clients: the fuzz campaign (test name) that finds the breakage: targeted proofs run only it.
+    fuzz: str = ""
+    #: Clients: a file of the scenario library (scenarios/client/, by its id) whose suite test must give
+    #: ``breaks`` this status too: the proof that the client suite runs the library and the file catches it.
+    scenario: str = ""
+    #: Clients: driven with prompts on stdin (a profile with prompt.via = "stdin"), for checks needing a
+    #: second prompt.
+    prompts_on_stdin: bool = False
+
+    def __post_init__(self) -> None:
+        if not issubclass(self.peer, MockClient):
+            # The agent proofs would silently ignore them.
+            given = [name for name in _CLIENT_ONLY if getattr(self, name)]
+            if given:
+                raise TypeError(f"{self.peer.__name__}: {', '.join(given)} only apply to broken clients")

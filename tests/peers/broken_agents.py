@@ -19,15 +19,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _breakage import Breakage, Filtered, Json
+if __name__ == "__main__":  # run as a file: make the repository root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Notification, Request
 from acp_conformance.peer import HandlerError, Peer
 from mock_agent import MockAgent, Session, Turn
 from mock_agent.cli import main
+from tests.peers._breakage import Breakage, Filtered, Json
 
 _Filtered = Filtered
 
@@ -334,7 +334,7 @@ class UnknownUpdateKind(MockAgent):
         await super().send_update(session_id, update)
 
 
-BREAKAGES: dict[str, Breakage] = {
+BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "banner": Breakage(Banner, "transport.stdio.stdout-clean"),
     "bad-utf8": Breakage(BadUtf8, "transport.utf8"),
     "batch": Breakage(Batch, "transport.stdio.one-message-per-line"),
@@ -461,7 +461,7 @@ BREAKAGES: dict[str, Breakage] = {
 
 
 for _path in sorted(Path(__file__).resolve().parent.glob("broken_agents_*.py")):
-    _extra: dict[str, Breakage] = importlib.import_module(_path.stem).BREAKAGES
+    _extra: dict[str, Breakage[MockAgent]] = importlib.import_module(f"tests.peers.{_path.stem}").BREAKAGES
     _clash = set(_extra) & set(BREAKAGES)
     if _clash:
         raise SystemExit(f"{_path.name}: breakage names already used: {sorted(_clash)}")
@@ -472,4 +472,4 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in BREAKAGES:
         print(f"usage: {sys.argv[0]} NAME [mock_agent options]; NAME one of: {', '.join(BREAKAGES)}", file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[2:], agent_cls=BREAKAGES[sys.argv[1]].agent))
+    sys.exit(main(sys.argv[2:], agent_cls=BREAKAGES[sys.argv[1]].peer))

@@ -10,13 +10,7 @@ default budget and seed.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _breakage import Breakage
 
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event
@@ -24,6 +18,7 @@ from acp_conformance.peer import Peer
 from acp_conformance.transport.base import Transport
 from mock_agent import AgentPeer, MockAgent
 from mock_agent.agent import _AgentConnection
+from tests.peers._breakage import Breakage
 
 __all__ = ["BREAKAGES"]
 
@@ -114,7 +109,7 @@ _DEAD = "the agent is gone (or deaf) after the frame: the probes that follow it 
 #: What a frame the spec forbids us to send provokes is a robustness finding (never a MUST FAIL).
 _FORBIDDEN = "jsonrpc.survives-invalid-input"
 
-BREAKAGES: dict[str, Breakage] = {
+BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "fuzz-silent-on-parse-errors": Breakage(_agent(_SilentOnParseErrors), "jsonrpc.parse-error", status="WARN"),
     "fuzz-parse-error-for-invalid-requests": Breakage(
         _agent(_ParseErrorForInvalidRequests), "jsonrpc.invalid-request", status="WARN"

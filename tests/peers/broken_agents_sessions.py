@@ -18,14 +18,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _breakage import Breakage, Json
+if __name__ == "__main__":  # run as a file: make the repository root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from acp_conformance.core.events import Request
 from acp_conformance.peer import NO_ANSWER, HandlerError
 from mock_agent import PROBE_FILE, MockAgent, Session
 from mock_agent.cli import main
+from tests.peers._breakage import Breakage, Json
 
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
@@ -553,7 +553,7 @@ def _b(
 
 _SCHEMA = "the result is not an object, which the schema check reports too"
 
-BREAKAGES: dict[str, Breakage] = {
+BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "relative-cwd-accepted": _b(AcceptsRelativeCwd, "session.cwd.relative-rejected", "WARN"),
     "rejects-stdio-mcp": _b(RejectsStdioMcp, "session.mcp.stdio"),
     "process-cwd-paths": _b(

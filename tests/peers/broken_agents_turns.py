@@ -7,19 +7,14 @@ Merged into ``BREAKAGES`` by ``broken_agents.py`` (run them through it).
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _breakage import Breakage, Json
-
 from acp_conformance.core import jsonrpc
 from acp_conformance.peer import NO_ANSWER, HandlerError
 from mock_agent import MockAgent, Session, Turn
+from tests.peers._breakage import Breakage, Json
 
 END_TURN = "end_turn"
 
@@ -375,7 +370,7 @@ _WHY = (
     "so the same ungated call also takes omitted capabilities for supported"
 )
 
-BREAKAGES: dict[str, Breakage] = {
+BREAKAGES: dict[str, Breakage[MockAgent]] = {
     # tool calls
     "relative-tool-location": Breakage(RelativeToolLocation, "tool.location.shape"),
     "tool-location-line-zero": Breakage(ToolLocationLineZero, "session.lines.one-based", status="WARN"),

@@ -10,17 +10,12 @@ Merged into ``BREAKAGES`` by ``broken_agents.py`` (run them through it).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _breakage import Breakage, Json
 
 from acp_conformance.core import jsonrpc
 from acp_conformance.peer import HandlerError
 from mock_agent import MockAgent, Session, Turn
+from tests.peers._breakage import Breakage, Json
 
 REQUEST_CANCELLED = -32800
 
@@ -163,7 +158,7 @@ class CancelledRequestAsInternalError(MockAgent):
 
 _SCHEMA = "the schema rejects the same frame, under {}"
 
-BREAKAGES: dict[str, Breakage] = {
+BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "string-params-request": Breakage(StringParamsRequest, "jsonrpc.request-shape"),
     "null-id-request": Breakage(NullIdRequest, "jsonrpc.id-not-null", status="WARN"),
     "sends-notices": Breakage(SendsNotices, "update.notice.gated"),

@@ -8,74 +8,35 @@ clause, and any *collateral* clauses the same defect necessarily breaks too
 client suite against each and asserts that the FAIL and WARN set is exactly
 ``{breaks} | also``, so a check that cannot fail, or that fires on the wrong
 clause, is caught.
+
+Breakages live in this file (transport, jsonrpc, robustness) and in
+``broken_clients_*.py`` beside it, one module per area (lifecycle: initialize
+and session setup; fs; permission; terminal; fuzz); this file merges them.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if __name__ == "__main__":  # run as a file: make the repository root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from acp_conformance.core import jsonrpc
-from acp_conformance.core.events import Event, Notification, Request, Response
+from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
-from acp_conformance.transport.base import Transport
 from acp_conformance.transport.process import ProcessTransport
 from mock_client import MockClient
 from mock_client.cli import main
-from mock_client.strict import ClientPeer, _StrictConnection
-
-Json = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ClientBreakage:
-    """One broken client and what the client suite must say about it."""
-
-    client: type[MockClient]
-    breaks: str
-    status: str = "FAIL"
-    also: frozenset[str] = field(default_factory=frozenset)
-    why_also: str = ""
-    #: The fuzz campaign (test name) that finds the breakage: targeted proofs run only it.
-    fuzz: str = ""
-    #: A file of the scenario library (scenarios/client/, by its id) whose suite test must give ``breaks``
-    #: this status too: the proof that the client suite runs the library and the file catches the breakage.
-    scenario: str = ""
-    #: Driven with prompts on stdin (a profile with prompt.via = "stdin"), for checks needing a second prompt.
-    prompts_on_stdin: bool = False
-
-
-class Filtered(MockClient):
-    """Base for clients that damage their frames on the wire: override ``mangle``
-    (return a message to send, bytes to send verbatim, or None to drop)."""
-
-    def mangle(self, msg: Json) -> Any:
-        return msg
-
-    def make_peer(self, transport: Transport) -> Peer:
-        peer = super().make_peer(transport)
-
-        def wire(data: bytes) -> bytes:
-            out = self.mangle(orjson.loads(data))
-            if out is None:
-                return b""
-            if isinstance(out, bytes):
-                return out
-            return orjson.dumps(out) + b"\n"
-
-        peer.wire_filter = wire
-        return peer
+from tests.peers._breakage import Breakage, FilteredClient, Json
 
 
 def _is_ext_request(msg: Json) -> bool:
@@ -110,7 +71,7 @@ class PartialLineAtExit(MockClient):
         return record
 
 
-class WrongJsonrpcVersion(Filtered):
+class WrongJsonrpcVersion(FilteredClient):
     def mangle(self, msg: Json) -> Any:
         if msg.get("method") == "session/new":
             msg["jsonrpc"] = "1.0"
@@ -123,14 +84,14 @@ class InvalidContentBlock(MockClient):
 
 
 # -------------------------------------------------------------------- jsonrpc
-class StringifiedResponseIds(Filtered):
+class StringifiedResponseIds(FilteredClient):
     def mangle(self, msg: Json) -> Any:
         if "method" not in msg and isinstance(msg.get("id"), int):
             msg["id"] = str(msg["id"])
         return msg
 
 
-class ResultAndError(Filtered):
+class ResultAndError(FilteredClient):
     def mangle(self, msg: Json) -> Any:
         result = msg.get("result")
         if "method" not in msg and isinstance(result, dict) and "outcome" in result:
@@ -138,7 +99,7 @@ class ResultAndError(Filtered):
         return msg
 
 
-class BadErrorObject(Filtered):
+class BadErrorObject(FilteredClient):
     def mangle(self, msg: Json) -> Any:
         if _is_ext_request(msg):
             msg["error"] = {"code": -32601, "message": 42}
@@ -167,14 +128,14 @@ class IgnoresExtensionRequests(MockClient):
         peer.default_handler = ignore
 
 
-class IgnoresStringIds(Filtered):
+class IgnoresStringIds(FilteredClient):
     def mangle(self, msg: Json) -> Any:
         if "method" not in msg and isinstance(msg.get("id"), str):
             return None  # every answer to a string-id request is lost
         return msg
 
 
-class DuplicatePermissionAnswer(Filtered):
+class DuplicatePermissionAnswer(FilteredClient):
     def mangle(self, msg: Json) -> Any:
         result = msg.get("result")
         if "method" not in msg and isinstance(result, dict) and "outcome" in result:
@@ -195,311 +156,6 @@ class ConfusedByDuplicatePromptResponse(MockClient):
         if any(isinstance(e, Response) and e.duplicate and e.method == "session/prompt" for e in self.peer.events):
             return NO_ANSWER
         return await default(req)
-
-
-# ----------------------------------------------------------------------- init
-class ExtensionRequestFirst(MockClient):
-    async def initialize(self) -> bool:
-        await self.peer.call("_acme/hello", {})
-        return await super().initialize()
-
-
-class VersionZero(MockClient):
-    def initialize_params(self) -> Json:
-        return {**super().initialize_params(), "protocolVersion": 0}
-
-
-class StringVersion(MockClient):
-    def initialize_params(self) -> Json:
-        return {**super().initialize_params(), "protocolVersion": "1"}
-
-
-class ClaimsFsButRefuses(MockClient):
-    async def handle_read(self, req: Request) -> Any:
-        raise HandlerError(-32601, "fs/read_text_file is not implemented")
-
-    async def handle_write(self, req: Request) -> Any:
-        raise HandlerError(-32601, "fs/write_text_file is not implemented")
-
-
-class NoClientInfo(MockClient):
-    def initialize_params(self) -> Json:
-        params = super().initialize_params()
-        del params["clientInfo"]
-        return params
-
-
-class ClientInfoWithoutVersion(MockClient):
-    def initialize_params(self) -> Json:
-        params = super().initialize_params()
-        params["clientInfo"] = {"name": "broken-client"}
-        return params
-
-
-class StringFsFlag(MockClient):
-    def initialize_params(self) -> Json:
-        params = super().initialize_params()
-        params["clientCapabilities"]["fs"]["readTextFile"] = "yes"
-        return params
-
-
-class LoadsWhenCapabilityOmitted(MockClient):
-    """Reads an absent loadSession as "supported" and reloads the session it remembers."""
-
-    async def initialize(self) -> bool:
-        ok = await super().initialize()
-        caps = self.endpoint.init_result.get("agentCapabilities")
-        if ok and isinstance(caps, dict) and "loadSession" not in caps:
-            await self.peer.call("session/load", {"sessionId": "sess-remembered", "cwd": self.cwd, "mcpServers": []})
-        return ok
-
-
-class GivesUpWithoutPromptCapabilities(MockClient):
-    """Refuses to work with an agent that declares no promptCapabilities (absent means all false)."""
-
-    async def initialize(self) -> bool:
-        ok = await super().initialize()
-        caps = self.endpoint.init_result.get("agentCapabilities")
-        if ok and isinstance(caps, dict) and "promptCapabilities" not in caps:
-            self.fail("the agent declares no promptCapabilities: giving up")
-            return False
-        return ok
-
-
-class IgnoresVersion(MockClient):
-    async def initialize(self) -> bool:
-        await super().initialize()
-        self.report["errors"].clear()
-        return True
-
-
-# -------------------------------------------------------------------- session
-class PipelinedSessionNew(MockClient):
-    async def initialize(self) -> bool:
-        init_id = await self.peer.send_request("initialize", self.initialize_params())
-        new_id = await self.peer.send_request("session/new", self.session_params())
-        init = await self.peer.wait_response(init_id, method="initialize")
-        self.endpoint.init_result = init.result if isinstance(init.result, dict) else {}
-        new = await self.peer.wait_response(new_id, method="session/new")
-        self._pipelined = new.result["sessionId"] if isinstance(new.result, dict) else ""
-        if self.endpoint.init_result.get("protocolVersion") != 1:
-            self.fail("the agent answered another protocol version: disconnecting")
-            return False
-        return True
-
-    async def new_session(self) -> str:
-        self.session_id = self._pipelined
-        self.endpoint.sessions[self._pipelined] = {}
-        return self._pipelined
-
-
-class NoMcpServers(MockClient):
-    def session_params(self) -> Json:
-        return {"cwd": self.cwd}
-
-
-class RelativeCwd(MockClient):
-    def session_params(self) -> Json:
-        return {"cwd": ".", "mcpServers": []}
-
-
-class HttpMcpServer(MockClient):
-    def session_params(self) -> Json:
-        server = {"type": "http", "name": "docs", "url": "http://127.0.0.1:9/mcp", "headers": []}
-        return {"cwd": self.cwd, "mcpServers": [server]}
-
-
-class RelativeMcpCommand(MockClient):
-    def session_params(self) -> Json:
-        server = {"name": "files", "command": "mcp-files", "args": [], "env": []}
-        return {"cwd": self.cwd, "mcpServers": [server]}
-
-
-class LoadsUnadvertisedSession(MockClient):
-    async def new_session(self) -> str:
-        await self.peer.call("session/load", {"sessionId": "sess-from-yesterday", "cwd": self.cwd, "mcpServers": []})
-        return await super().new_session()
-
-
-class CallsUnadvertised(MockClient):
-    """Sends one session method the agent did not advertise, right after session/new."""
-
-    method = ""
-
-    def unadvertised_params(self, session_id: str) -> Json:
-        return {"sessionId": session_id}
-
-    async def new_session(self) -> str:
-        sid = await super().new_session()
-        await self.peer.call(self.method, self.unadvertised_params(sid))
-        return sid
-
-
-class ListsUnadvertised(CallsUnadvertised):
-    method = "session/list"
-
-    def unadvertised_params(self, session_id: str) -> Json:
-        return {}
-
-
-class ResumesUnadvertised(CallsUnadvertised):
-    method = "session/resume"
-
-    def unadvertised_params(self, session_id: str) -> Json:
-        return {"sessionId": session_id, "cwd": self.cwd, "mcpServers": []}
-
-
-class ClosesUnadvertised(CallsUnadvertised):
-    method = "session/close"
-
-
-class DeletesUnadvertised(CallsUnadvertised):
-    method = "session/delete"
-
-
-class LogsOutUnadvertised(CallsUnadvertised):
-    method = "logout"
-
-    def unadvertised_params(self, session_id: str) -> Json:
-        return {}
-
-
-class PromptsUnknownSession(MockClient):
-    async def run_turn(self, session_id: str, text: str) -> dict[str, Any]:
-        return await super().run_turn("sess-made-up", text)
-
-
-class PromptNotArray(Filtered):
-    def mangle(self, msg: Json) -> Any:
-        if msg.get("method") == "session/prompt":
-            msg["params"]["prompt"] = msg["params"]["prompt"][0]
-        return msg
-
-
-class ImageWithoutCapability(MockClient):
-    def prompt_blocks(self, text: str) -> list[Json]:
-        return [*super().prompt_blocks(text), {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}]
-
-
-class AudioWithoutCapability(MockClient):
-    def prompt_blocks(self, text: str) -> list[Json]:
-        return [*super().prompt_blocks(text), {"type": "audio", "mimeType": "audio/wav", "data": "UklGRg=="}]
-
-
-class ResourceWithoutCapability(MockClient):
-    def prompt_blocks(self, text: str) -> list[Json]:
-        resource = {"type": "resource", "resource": {"uri": "file:///tmp/notes.txt", "text": "notes"}}
-        return [*super().prompt_blocks(text), resource]
-
-
-# ------------------------------------------------------------------------ fs
-class WrongReadContent(MockClient):
-    async def handle_read(self, req: Request) -> Any:
-        result = await super().handle_read(req)
-        p = req.params if isinstance(req.params, dict) else {}
-        if "line" not in p and "limit" not in p:
-            result["content"] = result["content"].replace("\n", "\r\n")
-        return result
-
-
-class IgnoresLineLimit(MockClient):
-    async def handle_read(self, req: Request) -> Any:
-        p = dict(req.params) if isinstance(req.params, dict) else {}
-        p.pop("line", None)
-        p.pop("limit", None)
-        return await super().handle_read(Request(req.id, req.method, p, req.raw, req.index))
-
-
-class EmptyReadForMissing(MockClient):
-    async def handle_read(self, req: Request) -> Any:
-        p = req.params if isinstance(req.params, dict) else {}
-        if isinstance(p.get("path"), str) and not os.path.exists(p["path"]):
-            return {"content": ""}
-        return await super().handle_read(req)
-
-
-class MissingFileInternalError(MockClient):
-    """A missing file is an error, but -32603 (internal) instead of -32002 (resource not found)."""
-
-    async def handle_read(self, req: Request) -> Any:
-        p = req.params if isinstance(req.params, dict) else {}
-        if isinstance(p.get("path"), str) and not os.path.exists(p["path"]):
-            raise HandlerError(-32603, f"ENOENT: {p['path']}")
-        return await super().handle_read(req)
-
-
-class WriteNotPerformed(MockClient):
-    async def handle_write(self, req: Request) -> Any:
-        return {}
-
-
-class WriteReturnsString(MockClient):
-    async def handle_write(self, req: Request) -> Any:
-        await super().handle_write(req)
-        return "ok"
-
-
-class WriteReturnsNull(MockClient):
-    """Answers fs/write_text_file with null, as the docs' example shows (the schema wants {})."""
-
-    async def handle_write(self, req: Request) -> Any:
-        await super().handle_write(req)
-        return None
-
-
-# ---------------------------------------------------------------- permission
-class PermissionError32601(MockClient):
-    async def handle_permission(self, req: Request, default: Any) -> Any:
-        raise HandlerError(-32601, "Method not found: session/request_permission")
-
-
-class CancelledWithoutCancel(MockClient):
-    async def handle_permission(self, req: Request, default: Any) -> Any:
-        if self.endpoint.is_cancelled(self.session_id) or self.options.permission == "hold":
-            return await default(req)
-        return {"outcome": {"outcome": "cancelled"}}
-
-
-class HardcodedOptionId(MockClient):
-    """Answers with the conventional ids whatever was offered."""
-
-    async def handle_permission(self, req: Request, default: Any) -> Any:
-        if self.endpoint.is_cancelled(self.session_id) or self.options.permission == "hold":
-            return await default(req)
-        option = "reject-once" if self.options.permission.startswith("reject") else "allow-once"
-        return {"outcome": {"outcome": "selected", "optionId": option}}
-
-
-class IgnoresPermissionPolicy(MockClient):
-    async def handle_permission(self, req: Request, default: Any) -> Any:
-        if self.endpoint.is_cancelled(self.session_id) or self.options.permission == "hold":
-            return await default(req)
-        options = req.params.get("options", []) if isinstance(req.params, dict) else []
-        allow = next(o for o in options if str(o.get("kind", "")).startswith("allow"))
-        return {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}
-
-
-class PendingNotCancelled(MockClient):
-    async def answer_pending_permissions(self, session_id: str) -> None:
-        for call in self.endpoint.permission_calls:
-            if call.session_id == session_id and call.outcome is None:
-                options = call.request.params.get("options", []) if isinstance(call.request.params, dict) else []
-                reject = next(o for o in options if str(o.get("kind", "")).startswith("reject"))
-                await self.endpoint.answer_permission(call, {"outcome": "selected", "optionId": reject["optionId"]})
-
-
-class LateRequestNotCancelled(MockClient):
-    async def handle_permission(self, req: Request, default: Any) -> Any:
-        if self.endpoint.is_cancelled(self.session_id):
-            options = req.params.get("options", []) if isinstance(req.params, dict) else []
-            allow = next(o for o in options if str(o.get("kind", "")).startswith("allow"))
-            return {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}
-        return await default(req)
-
-
-class CancelAsRequest(MockClient):
-    async def send_cancel(self, session_id: str) -> None:
-        await self.peer.send_request("session/cancel", self.cancel_params(session_id), validate=False)
 
 
 # ---------------------------------------------------------------- robustness
@@ -581,397 +237,72 @@ async def _spawn_without_stderr_drain(command: str, cwd: str) -> AsyncIterator[P
             await process.aclose()
 
 
-# ------------------------------------------------------- found only by fuzzing
-# Each is the reference client with one defect no scripted test provokes; the client fuzz campaigns
-# (acp_conformance/suite/client/test_fuzz.py) must find it within their default budget and seed.
-class FuzzCrashesOnUnknownMethod(MockClient):
-    """Exits on a request for a method it does not know that is not an extension (``_``) method."""
-
-    def install_handlers(self, peer: Peer) -> None:
-        super().install_handlers(peer)
-
-        async def crash(req: Request) -> Any:
-            if not req.method.startswith("_"):
-                os._exit(72)  # an unhandled "unknown variant" error takes the client down
-            raise HandlerError(-32601, f"method not found: {req.method}")
-
-        peer.default_handler = crash
-
-
-class FuzzResultForInvalidParams(MockClient):
-    """Serves requests whose params miss a required member (a missing ``options`` reads as no option:
-    the permission is answered ``cancelled``) instead of refusing them with -32602."""
-
-    def check_params(self, req: Request) -> None:
-        pass
-
-
-class _WedgedAfterGarbage(_StrictConnection):
-    """Answers the first line that is not JSON, then reads nothing more."""
-
-    wedged = False
-
-    def receive_frame(self, data: bytes) -> list[Event]:
-        if self.wedged:
-            return []
-        if jsonrpc.decode(data)[0] is None and not jsonrpc.is_json_null(data):
-            self.wedged = True
-        return super().receive_frame(data)
-
-
-class FuzzWedgedAfterGarbage(MockClient):
-    def make_peer(self, transport: Transport) -> Peer:
-        peer = super().make_peer(transport)
-        assert isinstance(peer, ClientPeer)
-        peer.conn = _WedgedAfterGarbage(peer.answer_malformed)
-        return peer
-
-
-class FuzzSilentOnParseErrors(MockClient):
-    """Says nothing about a line that is not JSON (JSON-RPC wants -32700 with a null id)."""
-
-    def make_peer(self, transport: Transport) -> Peer:
-        peer = super().make_peer(transport)
-        assert isinstance(peer, ClientPeer)
-        answer = peer.answer_malformed
-
-        def only_invalid_requests(code: int, message: str) -> None:
-            if code != jsonrpc.ErrorCode.PARSE_ERROR:
-                answer(code, message)
-
-        peer.conn = _StrictConnection(only_invalid_requests)
-        return peer
-
-
-class FuzzParseErrorForInvalidRequests(MockClient):
-    """Calls every malformed line a parse error, JSON or not (-32700 where -32600 is due)."""
-
-    def make_peer(self, transport: Transport) -> Peer:
-        peer = super().make_peer(transport)
-        assert isinstance(peer, ClientPeer)
-        answer = peer.answer_malformed
-        peer.conn = _StrictConnection(lambda code, message: answer(jsonrpc.ErrorCode.PARSE_ERROR, "Parse error"))
-        return peer
-
-
-# ------------------------------------------------------------------ terminal
-class NoTerminalExitCode(MockClient):
-    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
-        result = await super().terminal_call(name, params)
-        if name == "wait_for_exit":
-            return {"exitCode": None, "signal": None}
-        return result
-
-
-class NegativeExitCode(MockClient):
-    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
-        result = await super().terminal_call(name, params)
-        if name == "wait_for_exit" and isinstance(result.get("exitCode"), int):
-            return {"exitCode": -result["exitCode"] or -1, "signal": None}
-        return result
-
-
-class ExitStatusWhileRunning(MockClient):
-    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
-        result = await super().terminal_call(name, params)
-        if name == "output" and "exitStatus" not in result:
-            result["exitStatus"] = {"exitCode": 0, "signal": None}
-        return result
-
-
-class CreateWaitsForExit(MockClient):
-    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
-        result = await super().terminal_call(name, params)
-        if name == "create":
-            assert self.terminals is not None
-            await self.terminals.wait_for_exit(result["terminalId"])
-        return result
-
-
-class KillReleases(MockClient):
-    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
-        if name == "kill":
-            return await super().terminal_call("release", params)
-        return await super().terminal_call(name, params)
-
-
-class ReleaseLeavesRunning(MockClient):
-    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
-        if name == "release":
-            assert self.terminals is not None
-            self.terminals.get(params.get("terminalId")).released = True
-            return {}
-        return await super().terminal_call(name, params)
-
-
-class ReleasedIdStillWorks(MockClient):
-    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
-        if name == "release":
-            assert self.terminals is not None
-            self.terminals.get(params.get("terminalId"))
-            return {}  # "released", but the id keeps working
-        return await super().terminal_call(name, params)
-
-
-class KeepsTheHead(MockClient):
-    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
-        if name == "create":
-            self._limits = getattr(self, "_limits", {})
-            limit = params.get("outputByteLimit")
-            params = {**params}
-            params.pop("outputByteLimit", None)
-            result = await super().terminal_call(name, params)
-            self._limits[result["terminalId"]] = limit
-            return result
-        result = await super().terminal_call(name, params)
-        limit = getattr(self, "_limits", {}).get(params.get("terminalId"))
-        if name == "output" and isinstance(limit, int):
-            data = result["output"].encode()
-            if len(data) > limit:
-                result["output"] = data[:limit].decode("utf-8", "ignore")
-                result["truncated"] = True
-        return result
-
-
-class SplitsCharacters(MockClient):
-    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
-        if name == "create":
-            self._limits = getattr(self, "_limits", {})
-            limit = params.get("outputByteLimit")
-            params = {**params}
-            params.pop("outputByteLimit", None)
-            result = await super().terminal_call(name, params)
-            self._limits[result["terminalId"]] = limit
-            return result
-        result = await super().terminal_call(name, params)
-        limit = getattr(self, "_limits", {}).get(params.get("terminalId"))
-        if name == "output" and isinstance(limit, int):
-            data = result["output"].encode()
-            if len(data) > limit:
-                result["output"] = data[-limit:].decode("utf-8", "replace")  # cuts inside a character
-                result["truncated"] = True
-        return result
-
-
-#: Why a client that uses a capability the agent did not advertise also breaks cap.omitted-unsupported.
-WHY_OMITTED = (
-    "with agentCapabilities left out entirely it is also use of an absent capability (cap.omitted-unsupported)"
-)
-
-BREAKAGES: dict[str, ClientBreakage] = {
+BREAKAGES: dict[str, Breakage[MockClient]] = {
     # transport
-    "keepalive-text": ClientBreakage(KeepaliveText, "transport.stdio.stdin-clean"),
-    "bad-utf8": ClientBreakage(BadUtf8, "transport.utf8"),
-    "batch": ClientBreakage(Batch, "transport.stdio.one-message-per-line"),
-    "partial-line-at-exit": ClientBreakage(PartialLineAtExit, "transport.stdio.newline-delimited"),
-    "wrong-jsonrpc-version": ClientBreakage(WrongJsonrpcVersion, "jsonrpc.version-field"),
-    "invalid-content-block": ClientBreakage(InvalidContentBlock, "schema.valid"),
+    "keepalive-text": Breakage(KeepaliveText, "transport.stdio.stdin-clean"),
+    "bad-utf8": Breakage(BadUtf8, "transport.utf8"),
+    "batch": Breakage(Batch, "transport.stdio.one-message-per-line"),
+    "partial-line-at-exit": Breakage(PartialLineAtExit, "transport.stdio.newline-delimited"),
+    "wrong-jsonrpc-version": Breakage(WrongJsonrpcVersion, "jsonrpc.version-field"),
+    "invalid-content-block": Breakage(InvalidContentBlock, "schema.valid"),
     # jsonrpc
-    "stringified-response-ids": ClientBreakage(
+    "stringified-response-ids": Breakage(
         StringifiedResponseIds,
         "jsonrpc.response-id-echo",
         also=frozenset({"jsonrpc.every-request-answered", "jsonrpc.id-types", "term.create.immediate"}),
         why_also="integer-id requests (a terminal/create too) are left unanswered while string ids work",
     ),
-    "result-and-error": ClientBreakage(ResultAndError, "jsonrpc.result-xor-error"),
-    "bad-error-object": ClientBreakage(BadErrorObject, "jsonrpc.error-object"),
-    "result-for-unknown-requests": ClientBreakage(
+    "result-and-error": Breakage(ResultAndError, "jsonrpc.result-xor-error"),
+    "bad-error-object": Breakage(BadErrorObject, "jsonrpc.error-object"),
+    "result-for-unknown-requests": Breakage(
         ResultForUnknownRequests,
         "jsonrpc.unknown-method",
         also=frozenset({"ext.request.unknown"}),
         why_also="an unknown extension request is an unknown method: -32601 is the SHOULD and the MUST",
     ),
-    "ignores-extension-requests": ClientBreakage(
+    "ignores-extension-requests": Breakage(
         IgnoresExtensionRequests,
         "ext.request.respond",
         also=frozenset({"jsonrpc.every-request-answered"}),
         why_also="the unanswered requests are waited for in vain",
     ),
-    "ignores-string-ids": ClientBreakage(
+    "ignores-string-ids": Breakage(
         IgnoresStringIds,
         "jsonrpc.id-types",
         also=frozenset({"jsonrpc.every-request-answered"}),
         why_also="the request with a string id is never answered",
     ),
-    "duplicate-permission-answer": ClientBreakage(DuplicatePermissionAnswer, "jsonrpc.no-duplicate-response"),
-    "never-answers-permission": ClientBreakage(NeverAnswersPermission, "jsonrpc.every-request-answered"),
-    "confused-by-duplicate-prompt-response": ClientBreakage(
+    "duplicate-permission-answer": Breakage(DuplicatePermissionAnswer, "jsonrpc.no-duplicate-response"),
+    "never-answers-permission": Breakage(NeverAnswersPermission, "jsonrpc.every-request-answered"),
+    "confused-by-duplicate-prompt-response": Breakage(
         ConfusedByDuplicatePromptResponse, "jsonrpc.every-request-answered",
         scenario="client-duplicate-and-stray-responses", prompts_on_stdin=True,
     ),
-    # init
-    "extension-request-first": ClientBreakage(ExtensionRequestFirst, "init.first"),
-    "version-zero": ClientBreakage(VersionZero, "init.request.protocol-version"),
-    "string-version": ClientBreakage(
-        StringVersion, "init.request.protocol-version-type", also=frozenset({"schema.valid"}),
-        why_also="ProtocolVersion is an integer in the schema",
-    ),
-    "claims-fs-but-refuses": ClientBreakage(ClaimsFsButRefuses, "init.request.capabilities"),
-    "no-client-info": ClientBreakage(NoClientInfo, "init.request.client-info", status="WARN"),
-    "client-info-without-version": ClientBreakage(
-        ClientInfoWithoutVersion, "init.implementation.shape", also=frozenset({"schema.valid"}),
-        why_also="Implementation.version is required by the schema",
-    ),
-    "string-fs-flag": ClientBreakage(
-        StringFsFlag, "cap.client.fs-defaults", also=frozenset({"schema.valid"}),
-        why_also="the schema types the flag as a boolean",
-    ),
-    "loads-when-capability-omitted": ClientBreakage(
-        LoadsWhenCapabilityOmitted, "cap.omitted-unsupported", also=frozenset({"session.load.gated"}),
-        why_also="the session/load it sends is one the agent did not advertise",
-    ),
-    "gives-up-without-prompt-capabilities": ClientBreakage(
-        GivesUpWithoutPromptCapabilities, "cap.all-combinations", status="WARN"
-    ),
-    "ignores-version": ClientBreakage(IgnoresVersion, "init.version.client-disconnect", status="WARN"),
-    # session
-    "pipelined-session-new": ClientBreakage(
-        PipelinedSessionNew, "session.after-init", status="FAIL",
-        also=frozenset({"init.version.client-disconnect"}),
-        why_also="a session/new sent before the initialize answer cannot depend on the version in it (a WARN)",
-    ),
-    "no-mcp-servers": ClientBreakage(
-        NoMcpServers, "session.new.params", also=frozenset({"schema.valid"}),
-        why_also="mcpServers is required by the schema",
-    ),
-    "relative-cwd": ClientBreakage(RelativeCwd, "session.cwd.absolute"),
-    "http-mcp-server": ClientBreakage(HttpMcpServer, "session.mcp.transport-gated"),
-    "relative-mcp-command": ClientBreakage(RelativeMcpCommand, "session.mcp.shapes"),
-    "loads-unadvertised-session": ClientBreakage(
-        LoadsUnadvertisedSession, "session.load.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED, scenario="client-load-gated",
-    ),
-    "lists-unadvertised": ClientBreakage(
-        ListsUnadvertised, "session.list.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED,
-    ),
-    "resumes-unadvertised": ClientBreakage(
-        ResumesUnadvertised, "session.resume.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED,
-    ),
-    "closes-unadvertised": ClientBreakage(
-        ClosesUnadvertised, "session.close.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED,
-    ),
-    "deletes-unadvertised": ClientBreakage(
-        DeletesUnadvertised, "session.delete.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED,
-    ),
-    "logs-out-unadvertised": ClientBreakage(
-        LogsOutUnadvertised, "auth.logout.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED,
-    ),
-    "prompts-unknown-session": ClientBreakage(PromptsUnknownSession, "prompt.after-setup"),
-    "prompt-not-array": ClientBreakage(
-        PromptNotArray, "prompt.params", also=frozenset({"schema.valid"}),
-        why_also="prompt is an array in the schema",
-    ),
-    "image-without-capability": ClientBreakage(
-        ImageWithoutCapability, "content.image.gated",
-        also=frozenset({"prompt.content-gated", "cap.omitted-unsupported"}),
-        why_also="an image block is content the agent did not allow; " + WHY_OMITTED,
-    ),
-    "audio-without-capability": ClientBreakage(
-        AudioWithoutCapability, "content.audio.gated",
-        also=frozenset({"prompt.content-gated", "cap.omitted-unsupported"}),
-        why_also="an audio block is content the agent did not allow; " + WHY_OMITTED,
-    ),
-    "resource-without-capability": ClientBreakage(
-        ResourceWithoutCapability, "content.resource.gated",
-        also=frozenset({"prompt.content-gated", "cap.omitted-unsupported"}),
-        why_also="an embedded resource is content the agent did not allow; " + WHY_OMITTED,
-    ),
-    # fs
-    "wrong-read-content": ClientBreakage(WrongReadContent, "fs.read.response"),
-    "ignores-line-limit": ClientBreakage(IgnoresLineLimit, "fs.read.line-limit"),
-    "empty-read-for-missing": ClientBreakage(EmptyReadForMissing, "fs.read.missing", status="WARN"),
-    "missing-file-internal-error": ClientBreakage(
-        MissingFileInternalError, "error.resource-not-found", status="WARN"
-    ),
-    "write-not-performed": ClientBreakage(WriteNotPerformed, "fs.write.create"),
-    "write-returns-string": ClientBreakage(WriteReturnsString, "fs.write.response"),
-    "write-returns-null": ClientBreakage(WriteReturnsNull, "schema.null-result", status="WARN"),
-    # permission
-    "permission-error": ClientBreakage(
-        PermissionError32601, "perm.response.shape",
-        also=frozenset({"perm.auto", "perm.late-request-after-cancel"}),
-        why_also="an error is neither the policy's option nor the cancelled outcome",
-    ),
-    "cancelled-without-cancel": ClientBreakage(
-        CancelledWithoutCancel, "perm.response.shape", also=frozenset({"perm.auto"}),
-        why_also="cancelled is not the option of the configured policy",
-    ),
-    "hardcoded-option-id": ClientBreakage(HardcodedOptionId, "perm.response.valid-option"),
-    "ignores-permission-policy": ClientBreakage(IgnoresPermissionPolicy, "perm.auto", status="INFO"),
-    "pending-not-cancelled": ClientBreakage(
-        PendingNotCancelled, "perm.cancelled-on-cancel", scenario="client-cancel-pending-permission"
-    ),
-    "late-request-not-cancelled": ClientBreakage(
-        LateRequestNotCancelled, "perm.late-request-after-cancel", status="WARN",
-        scenario="client-permission-after-cancel",
-    ),
-    "cancel-as-request": ClientBreakage(
-        CancelAsRequest, "cancel.is-notification", also=frozenset({"schema.valid"}),
-        why_also="session/cancel is a notification in the schema",
-    ),
     # robustness
-    "crashes-on-unknown-update": ClientBreakage(CrashesOnUnknownUpdate, "jsonrpc.every-request-answered"),
-    "answers-notifications": ClientBreakage(
+    "crashes-on-unknown-update": Breakage(CrashesOnUnknownUpdate, "jsonrpc.every-request-answered"),
+    "answers-notifications": Breakage(
         AnswersNotifications, "jsonrpc.notification-no-response",
     ),
-    "custom-notification-without-underscore": ClientBreakage(
+    "custom-notification-without-underscore": Breakage(
         CustomNotificationWithoutUnderscore, "ext.method.underscore"
     ),
-    "exits-on-unknown-notification": ClientBreakage(
+    "exits-on-unknown-notification": Breakage(
         ExitsOnUnknownNotification, "ext.notification.ignore", status="WARN",
         also=frozenset({"jsonrpc.every-request-answered"}),
         why_also="once it has exited, the request that follows is never answered",
     ),
-    "confuses-id-spaces": ClientBreakage(ConfusesIdSpaces, "jsonrpc.id-spaces-independent"),
-    "rejects-meta": ClientBreakage(RejectsMeta, "ext.meta.everywhere"),
-    "stderr-not-drained": ClientBreakage(StderrNotDrained, "transport.stdio.stderr-logs", status="INFO"),
-    # terminal
-    "no-terminal-exit-code": ClientBreakage(NoTerminalExitCode, "term.wait"),
-    "negative-exit-code": ClientBreakage(
-        NegativeExitCode, "term.exit-status.shape", also=frozenset({"schema.valid"}),
-        why_also="the schema gives exitCode a minimum of 0",
-    ),
-    "exit-status-while-running": ClientBreakage(ExitStatusWhileRunning, "term.output.shape"),
-    "create-waits-for-exit": ClientBreakage(CreateWaitsForExit, "term.create.immediate"),
-    "kill-releases": ClientBreakage(KillReleases, "term.kill.keeps-id"),
-    "release-leaves-running": ClientBreakage(ReleaseLeavesRunning, "term.release.kills"),
-    "released-id-still-works": ClientBreakage(
-        ReleasedIdStillWorks, "term.release.invalidates", also=frozenset({"term.release.kills"}),
-        why_also="a terminal that is not really released is not killed either",
-    ),
-    "keeps-the-head": ClientBreakage(KeepsTheHead, "term.output.truncate-head"),
-    "splits-characters": ClientBreakage(SplitsCharacters, "term.output.char-boundary"),
-    # found only by fuzzing
-    # A request for a method that is neither ACP's nor _-prefixed, and garbage, are frames a conforming
-    # agent never sends: the client dying or wedging on them is a robustness finding.
-    "fuzz-crashes-on-unknown-method": ClientBreakage(
-        FuzzCrashesOnUnknownMethod,
-        "jsonrpc.survives-invalid-input",
-        status="WARN",
-        fuzz="test_fuzz_client_methods_and_notifications",
-    ),
-    "fuzz-result-for-invalid-params": ClientBreakage(
-        FuzzResultForInvalidParams, "jsonrpc.invalid-params", status="WARN", fuzz="test_fuzz_client_invalid_params"
-    ),
-    "fuzz-wedged-after-garbage": ClientBreakage(
-        FuzzWedgedAfterGarbage,
-        "jsonrpc.survives-invalid-input",
-        status="WARN",
-        fuzz="test_fuzz_client_unparseable_lines",
-    ),
-    "fuzz-silent-on-parse-errors": ClientBreakage(
-        FuzzSilentOnParseErrors, "jsonrpc.parse-error", status="WARN", fuzz="test_fuzz_client_unparseable_lines"
-    ),
-    "fuzz-parse-error-for-invalid-requests": ClientBreakage(
-        FuzzParseErrorForInvalidRequests, "jsonrpc.invalid-request", status="WARN",
-        fuzz="test_fuzz_client_invalid_requests",
-    ),
+    "confuses-id-spaces": Breakage(ConfusesIdSpaces, "jsonrpc.id-spaces-independent"),
+    "rejects-meta": Breakage(RejectsMeta, "ext.meta.everywhere"),
+    "stderr-not-drained": Breakage(StderrNotDrained, "transport.stdio.stderr-logs", status="INFO"),
 }
+
+
+for _path in sorted(Path(__file__).resolve().parent.glob("broken_clients_*.py")):
+    _extra: dict[str, Breakage[MockClient]] = importlib.import_module(f"tests.peers.{_path.stem}").BREAKAGES
+    _clash = set(_extra) & set(BREAKAGES)
+    if _clash:
+        raise SystemExit(f"{_path.name}: breakage names already used: {sorted(_clash)}")
+    BREAKAGES.update(_extra)
 
 
 if __name__ == "__main__":
@@ -979,4 +310,4 @@ if __name__ == "__main__":
         print(f"usage: {sys.argv[0]} NAME [mock_client options]; NAME one of: {', '.join(BREAKAGES)}",
               file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[2:], client_cls=BREAKAGES[sys.argv[1]].client))
+    sys.exit(main(sys.argv[2:], client_cls=BREAKAGES[sys.argv[1]].peer))

@@ -41,7 +41,8 @@ from typing import Any
 import anyio
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if __name__ == "__main__":  # run as a file: make the repository root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from acp_conformance.core.events import Notification, Request
 from acp_conformance.peer import NO_ANSWER, Peer

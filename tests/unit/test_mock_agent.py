@@ -190,6 +190,18 @@ async def connected(
             assert await peer.wait_closed(10.0), "the agent did not close its output after our EOF"
 
 
+@asynccontextmanager
+async def in_session(
+    validator: SchemaValidator, tmp_path: Path, *, agent: MockAgent | None = None, **client_kw: Any
+) -> AsyncIterator[tuple[MockAgent, Peer, FakeClient, str]]:
+    """How most tests start, under their deadline: ``connected``, initialized, with one session (its id last)."""
+    with anyio.fail_after(DEADLINE):
+        async with connected(validator, tmp_path, agent=agent, **client_kw) as (served, peer, client):
+            await client.initialize()
+            sid = await client.new_session()
+            yield served, peer, client, sid
+
+
 def kinds(updates: list[dict[str, Any]]) -> list[str]:
     return [u["sessionUpdate"] for u in updates]
 
@@ -282,41 +294,38 @@ async def test_new_session(validator: SchemaValidator, tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 async def test_default_prompt_turn(validator: SchemaValidator, tmp_path: Path) -> None:
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path) as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            resp, updates = await client.prompt(sid, "hello héllo ✓ 日本")
-            assert resp.result == {"stopReason": "end_turn"}
-            assert kinds(updates)[:2] == ["agent_thought_chunk", "plan"]
-            assert kinds(updates)[2:].count("agent_message_chunk") >= 2
-            assert set(kinds(updates)[2:]) == {"agent_message_chunk"}
-            assert text_of(updates) == "You said: hello héllo ✓ 日本"
-            plan = updates[1]["entries"]
-            assert plan and all({"content", "priority", "status"} <= set(e) for e in plan)
-            # Nothing of the turn arrives after the response.
-            late = await peer.quiet_for(0.2, is_update(sid), start=peer.events.index(resp))
-            assert late is None
-            # Non-text blocks are acknowledged.
-            blocks: list[dict[str, Any]] = [
-                {"type": "text", "text": "look", "_meta": {"k": 1}},
-                {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},
-                {"type": "audio", "mimeType": "audio/wav", "data": "UklGRg=="},
-                {"type": "resource", "resource": {"uri": "file:///w/a.py", "text": "x = 1"}},
-                {"type": "resource_link", "uri": "file:///w/b.pdf", "name": "b.pdf"},
-            ]
-            resp, updates = await client.prompt(sid, blocks)
-            assert resp.result == {"stopReason": "end_turn"}
-            reply = text_of(updates)
-            for word in ("image/png", "audio/wav", "file:///w/a.py", "b.pdf"):
-                assert word in reply
-            bad = await peer.call(
-                "session/prompt", {"sessionId": sid, "prompt": [{"type": "video"}]}, validate=False
-            )
-            assert error_code(bad) == -32602
-            unknown = await peer.call("session/prompt", {"sessionId": "nope", "prompt": []})
-            assert error_code(unknown) in (-32602, -32002)
-            assert peer.violations() == []
+    async with in_session(validator, tmp_path) as (_agent, peer, client, sid):
+        resp, updates = await client.prompt(sid, "hello héllo ✓ 日本")
+        assert resp.result == {"stopReason": "end_turn"}
+        assert kinds(updates)[:2] == ["agent_thought_chunk", "plan"]
+        assert kinds(updates)[2:].count("agent_message_chunk") >= 2
+        assert set(kinds(updates)[2:]) == {"agent_message_chunk"}
+        assert text_of(updates) == "You said: hello héllo ✓ 日本"
+        plan = updates[1]["entries"]
+        assert plan and all({"content", "priority", "status"} <= set(e) for e in plan)
+        # Nothing of the turn arrives after the response.
+        late = await peer.quiet_for(0.2, is_update(sid), start=peer.events.index(resp))
+        assert late is None
+        # Non-text blocks are acknowledged.
+        blocks: list[dict[str, Any]] = [
+            {"type": "text", "text": "look", "_meta": {"k": 1}},
+            {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="},
+            {"type": "audio", "mimeType": "audio/wav", "data": "UklGRg=="},
+            {"type": "resource", "resource": {"uri": "file:///w/a.py", "text": "x = 1"}},
+            {"type": "resource_link", "uri": "file:///w/b.pdf", "name": "b.pdf"},
+        ]
+        resp, updates = await client.prompt(sid, blocks)
+        assert resp.result == {"stopReason": "end_turn"}
+        reply = text_of(updates)
+        for word in ("image/png", "audio/wav", "file:///w/a.py", "b.pdf"):
+            assert word in reply
+        bad = await peer.call(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "video"}]}, validate=False
+        )
+        assert error_code(bad) == -32602
+        unknown = await peer.call("session/prompt", {"sessionId": "nope", "prompt": []})
+        assert error_code(unknown) in (-32602, -32002)
+        assert peer.violations() == []
 
 
 @pytest.mark.anyio
@@ -331,91 +340,79 @@ async def test_default_prompt_turn(validator: SchemaValidator, tmp_path: Path) -
 async def test_stop_reason_keywords(
     validator: SchemaValidator, tmp_path: Path, keyword: str, stop: str
 ) -> None:
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path) as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            resp, updates = await client.prompt(sid, f"please {keyword} now")
-            assert resp.result == {"stopReason": stop}
-            assert "agent_message_chunk" in kinds(updates)
-            assert peer.violations() == []
+    async with in_session(validator, tmp_path) as (_agent, peer, client, sid):
+        resp, updates = await client.prompt(sid, f"please {keyword} now")
+        assert resp.result == {"stopReason": stop}
+        assert "agent_message_chunk" in kinds(updates)
+        assert peer.violations() == []
 
 
 @pytest.mark.anyio
 async def test_tool_turn_allow(validator: SchemaValidator, tmp_path: Path) -> None:
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path) as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            resp, updates = await client.prompt(sid, "acp:tool please")
-            assert resp.result == {"stopReason": "end_turn"}
-            probe = tmp_path.resolve() / PROBE_FILE
-            assert probe.read_text("utf-8") == PROBE_CONTENT
-            assert client.calls == [
-                "session/request_permission",
-                "fs/write_text_file",
-                "fs/read_text_file",
-                "terminal/create",
-                "terminal/wait_for_exit",
-                "terminal/output",
-                "terminal/release",
-            ]
-            assert client.created == client.released == ["term-1"]
-            perm = client.permission_requests[0].params
-            assert {o["kind"] for o in perm["options"]} == {
-                "allow_once",
-                "allow_always",
-                "reject_once",
-                "reject_always",
-            }
-            tool_updates = [u for u in updates if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
-            call_id = tool_updates[0]["toolCallId"]
-            assert perm["toolCall"]["toolCallId"] == call_id
-            assert [(u["sessionUpdate"], u.get("status")) for u in tool_updates] == [
-                ("tool_call", "pending"),
-                ("tool_call_update", "in_progress"),
-                ("tool_call_update", "completed"),
-            ]
-            assert tool_updates[0]["kind"] == "edit"
-            assert tool_updates[0]["locations"][0]["path"] == str(probe)
-            diff = next(c for c in tool_updates[-1]["content"] if c["type"] == "diff")
-            assert diff == {"type": "diff", "path": str(probe), "oldText": None, "newText": PROBE_CONTENT}
-            # allow_once is not remembered: the next tool turn asks again, with a fresh toolCallId.
-            resp, updates = await client.prompt(sid, "now use a tool again")
-            assert resp.result == {"stopReason": "end_turn"}
-            assert len(client.permission_requests) == 2
-            assert updates[0]["sessionUpdate"] == "tool_call" and updates[0]["toolCallId"] != call_id
-            assert peer.violations() == []
+    async with in_session(validator, tmp_path) as (_agent, peer, client, sid):
+        resp, updates = await client.prompt(sid, "acp:tool please")
+        assert resp.result == {"stopReason": "end_turn"}
+        probe = tmp_path.resolve() / PROBE_FILE
+        assert probe.read_text("utf-8") == PROBE_CONTENT
+        assert client.calls == [
+            "session/request_permission",
+            "fs/write_text_file",
+            "fs/read_text_file",
+            "terminal/create",
+            "terminal/wait_for_exit",
+            "terminal/output",
+            "terminal/release",
+        ]
+        assert client.created == client.released == ["term-1"]
+        perm = client.permission_requests[0].params
+        assert {o["kind"] for o in perm["options"]} == {
+            "allow_once",
+            "allow_always",
+            "reject_once",
+            "reject_always",
+        }
+        tool_updates = [u for u in updates if u["sessionUpdate"] in ("tool_call", "tool_call_update")]
+        call_id = tool_updates[0]["toolCallId"]
+        assert perm["toolCall"]["toolCallId"] == call_id
+        assert [(u["sessionUpdate"], u.get("status")) for u in tool_updates] == [
+            ("tool_call", "pending"),
+            ("tool_call_update", "in_progress"),
+            ("tool_call_update", "completed"),
+        ]
+        assert tool_updates[0]["kind"] == "edit"
+        assert tool_updates[0]["locations"][0]["path"] == str(probe)
+        diff = next(c for c in tool_updates[-1]["content"] if c["type"] == "diff")
+        assert diff == {"type": "diff", "path": str(probe), "oldText": None, "newText": PROBE_CONTENT}
+        # allow_once is not remembered: the next tool turn asks again, with a fresh toolCallId.
+        resp, updates = await client.prompt(sid, "now use a tool again")
+        assert resp.result == {"stopReason": "end_turn"}
+        assert len(client.permission_requests) == 2
+        assert updates[0]["sessionUpdate"] == "tool_call" and updates[0]["toolCallId"] != call_id
+        assert peer.violations() == []
 
 
 @pytest.mark.anyio
 async def test_tool_turn_allow_always_is_remembered(validator: SchemaValidator, tmp_path: Path) -> None:
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path, permission="allow_always") as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            for _ in range(2):
-                resp, _updates = await client.prompt(sid, "acp:tool")
-                assert resp.result == {"stopReason": "end_turn"}
-            assert len(client.permission_requests) == 1
-            assert client.calls.count("fs/write_text_file") == 2
-            assert peer.violations() == []
+    async with in_session(validator, tmp_path, permission="allow_always") as (_agent, peer, client, sid):
+        for _ in range(2):
+            resp, _updates = await client.prompt(sid, "acp:tool")
+            assert resp.result == {"stopReason": "end_turn"}
+        assert len(client.permission_requests) == 1
+        assert client.calls.count("fs/write_text_file") == 2
+        assert peer.violations() == []
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("choice", ["reject_once", "reject_always"])
 async def test_tool_turn_reject(validator: SchemaValidator, tmp_path: Path, choice: str) -> None:
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path, permission=choice) as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            resp, updates = await client.prompt(sid, "acp:tool")
-            assert resp.result == {"stopReason": "end_turn"}
-            assert client.calls == ["session/request_permission"]
-            assert not (tmp_path / PROBE_FILE).exists()
-            statuses = [u.get("status") for u in updates if u["sessionUpdate"].startswith("tool_call")]
-            assert statuses == ["pending", "failed"]
-            assert peer.violations() == []
+    async with in_session(validator, tmp_path, permission=choice) as (_agent, peer, client, sid):
+        resp, updates = await client.prompt(sid, "acp:tool")
+        assert resp.result == {"stopReason": "end_turn"}
+        assert client.calls == ["session/request_permission"]
+        assert not (tmp_path / PROBE_FILE).exists()
+        statuses = [u.get("status") for u in updates if u["sessionUpdate"].startswith("tool_call")]
+        assert statuses == ["pending", "failed"]
+        assert peer.violations() == []
 
 
 @pytest.mark.anyio
@@ -442,47 +439,41 @@ async def test_tool_turn_reject(validator: SchemaValidator, tmp_path: Path, choi
 async def test_tool_turn_respects_client_capabilities(
     validator: SchemaValidator, tmp_path: Path, caps: dict[str, Any], expected_calls: list[str]
 ) -> None:
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path, **caps) as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            resp, updates = await client.prompt(sid, "acp:tool")
-            assert resp.result == {"stopReason": "end_turn"}
-            assert client.calls == expected_calls
-            assert not (tmp_path / PROBE_FILE).exists()
-            final = [u for u in updates if u["sessionUpdate"] == "tool_call_update"][-1]
-            assert final["status"] == "completed"
-            assert not any(c["type"] == "diff" for c in final["content"])
-            assert peer.violations() == []
+    async with in_session(validator, tmp_path, **caps) as (_agent, peer, client, sid):
+        resp, updates = await client.prompt(sid, "acp:tool")
+        assert resp.result == {"stopReason": "end_turn"}
+        assert client.calls == expected_calls
+        assert not (tmp_path / PROBE_FILE).exists()
+        final = [u for u in updates if u["sessionUpdate"] == "tool_call_update"][-1]
+        assert final["status"] == "completed"
+        assert not any(c["type"] == "diff" for c in final["content"])
+        assert peer.violations() == []
 
 
 @pytest.mark.anyio
 async def test_cancel_while_permission_pending(validator: SchemaValidator, tmp_path: Path) -> None:
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path, permission="hold") as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            start = len(peer.events)
-            rid = await peer.send_request(
-                "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:tool"}]}
-            )
-            await client.permission_arrived.wait()
-            await peer.notify("session/cancel", {"sessionId": sid})
-            await peer.notify("session/cancel", {"sessionId": sid})  # twice is harmless
-            client.permission_answer = {"outcome": "cancelled"}
-            client.permission_release.set()
-            resp = await peer.wait_response(rid, method="session/prompt")
-            assert resp.result == {"stopReason": "cancelled"}
-            assert client.calls == ["session/request_permission"]
-            assert not (tmp_path / PROBE_FILE).exists()
-            assert await peer.quiet_for(0.2, is_update(sid), start=peer.events.index(resp)) is None
-            # A cancel for an idle or unknown session is ignored and the session still works.
-            await peer.notify("session/cancel", {"sessionId": sid})
-            await peer.notify("session/cancel", {"sessionId": "unknown"})
-            resp, _ = await client.prompt(sid, "hi")
-            assert resp.result == {"stopReason": "end_turn"}
-            assert not any(isinstance(e, Response) and e.id is None for e in peer.events[start:])
-            assert peer.violations() == []
+    async with in_session(validator, tmp_path, permission="hold") as (_agent, peer, client, sid):
+        start = len(peer.events)
+        rid = await peer.send_request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:tool"}]}
+        )
+        await client.permission_arrived.wait()
+        await peer.notify("session/cancel", {"sessionId": sid})
+        await peer.notify("session/cancel", {"sessionId": sid})  # twice is harmless
+        client.permission_answer = {"outcome": "cancelled"}
+        client.permission_release.set()
+        resp = await peer.wait_response(rid, method="session/prompt")
+        assert resp.result == {"stopReason": "cancelled"}
+        assert client.calls == ["session/request_permission"]
+        assert not (tmp_path / PROBE_FILE).exists()
+        assert await peer.quiet_for(0.2, is_update(sid), start=peer.events.index(resp)) is None
+        # A cancel for an idle or unknown session is ignored and the session still works.
+        await peer.notify("session/cancel", {"sessionId": sid})
+        await peer.notify("session/cancel", {"sessionId": "unknown"})
+        resp, _ = await client.prompt(sid, "hi")
+        assert resp.result == {"stopReason": "end_turn"}
+        assert not any(isinstance(e, Response) and e.id is None for e in peer.events[start:])
+        assert peer.violations() == []
 
 
 @pytest.mark.anyio
@@ -491,21 +482,18 @@ async def test_cancel_with_unanswered_permission_ends_after_grace(
 ) -> None:
     agent = MockAgent(validator=validator)
     agent.cancel_grace = 0.3
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path, agent=agent, permission="hold") as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            rid = await peer.send_request(
-                "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:tool"}]}
-            )
-            await client.permission_arrived.wait()
-            await peer.notify("session/cancel", {"sessionId": sid})
-            resp = await peer.wait_response(rid, method="session/prompt")
-            assert resp.result == {"stopReason": "cancelled"}
-            withdrawn = [n for n in peer.notifications("$/cancel_request")]
-            assert [n.params["requestId"] for n in withdrawn] == [client.permission_requests[0].id]
-            client.permission_answer = {"outcome": "cancelled"}
-            client.permission_release.set()
+    async with in_session(validator, tmp_path, agent=agent, permission="hold") as (_agent, peer, client, sid):
+        rid = await peer.send_request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:tool"}]}
+        )
+        await client.permission_arrived.wait()
+        await peer.notify("session/cancel", {"sessionId": sid})
+        resp = await peer.wait_response(rid, method="session/prompt")
+        assert resp.result == {"stopReason": "cancelled"}
+        withdrawn = [n for n in peer.notifications("$/cancel_request")]
+        assert [n.params["requestId"] for n in withdrawn] == [client.permission_requests[0].id]
+        client.permission_answer = {"outcome": "cancelled"}
+        client.permission_release.set()
 
 
 @pytest.mark.anyio
@@ -529,140 +517,125 @@ async def test_cancel_during_terminal_releases_it(validator: SchemaValidator, tm
 @pytest.mark.anyio
 @pytest.mark.parametrize("how", ["session/cancel", "$/cancel_request"])
 async def test_long_turn_cancelled(validator: SchemaValidator, tmp_path: Path, how: str) -> None:
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path) as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            start = len(peer.events)
-            rid = await peer.send_request(
-                "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:long"}]}
-            )
-            await peer.wait_for(is_update(sid, "agent_message_chunk"), start=start)
-            # Modes and config options may change mid-turn.
-            assert await peer.request("session/set_mode", {"sessionId": sid, "modeId": "code"}) == {}
-            if how == "session/cancel":
-                await peer.notify("session/cancel", {"sessionId": sid})
-            else:
-                await peer.notify("$/cancel_request", {"requestId": rid})
-            resp = await peer.wait_response(rid, method="session/prompt")
-            assert resp.result == {"stopReason": "cancelled"}
-            ticks = [
-                u["content"]["text"]
-                for u in updates_between(peer, sid, start, peer.events.index(resp))
-                if u["sessionUpdate"] == "agent_message_chunk"
-            ]
-            assert ticks[:1] == ["tick 1"]
-            assert await peer.quiet_for(0.2, is_update(sid), start=peer.events.index(resp)) is None
-            assert peer.violations() == []
+    async with in_session(validator, tmp_path) as (_agent, peer, _client, sid):
+        start = len(peer.events)
+        rid = await peer.send_request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:long"}]}
+        )
+        await peer.wait_for(is_update(sid, "agent_message_chunk"), start=start)
+        # Modes and config options may change mid-turn.
+        assert await peer.request("session/set_mode", {"sessionId": sid, "modeId": "code"}) == {}
+        if how == "session/cancel":
+            await peer.notify("session/cancel", {"sessionId": sid})
+        else:
+            await peer.notify("$/cancel_request", {"requestId": rid})
+        resp = await peer.wait_response(rid, method="session/prompt")
+        assert resp.result == {"stopReason": "cancelled"}
+        ticks = [
+            u["content"]["text"]
+            for u in updates_between(peer, sid, start, peer.events.index(resp))
+            if u["sessionUpdate"] == "agent_message_chunk"
+        ]
+        assert ticks[:1] == ["tick 1"]
+        assert await peer.quiet_for(0.2, is_update(sid), start=peer.events.index(resp)) is None
+        assert peer.violations() == []
 
 
 @pytest.mark.anyio
 async def test_long_turn_ends_itself(validator: SchemaValidator, tmp_path: Path) -> None:
     agent = MockAgent(validator=validator)
     agent.long_turn_seconds = 0.2
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path, agent=agent) as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            resp, updates = await client.prompt(sid, "acp:long")
-            assert resp.result == {"stopReason": "end_turn"}
-            assert text_of(updates) == "tick 1tick 2tick 3tick done"
-            second = await peer.call("session/prompt", {"sessionId": sid, "prompt": []})
-            assert second.result == {"stopReason": "end_turn"}
+    async with in_session(validator, tmp_path, agent=agent) as (_agent, peer, client, sid):
+        resp, updates = await client.prompt(sid, "acp:long")
+        assert resp.result == {"stopReason": "end_turn"}
+        assert text_of(updates) == "tick 1tick 2tick 3tick done"
+        second = await peer.call("session/prompt", {"sessionId": sid, "prompt": []})
+        assert second.result == {"stopReason": "end_turn"}
 
 
 @pytest.mark.anyio
 async def test_concurrent_prompt_is_refused(validator: SchemaValidator, tmp_path: Path) -> None:
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path) as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            rid = await peer.send_request(
-                "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:long"}]}
-            )
-            await peer.wait_for(is_update(sid, "agent_message_chunk"))
-            second = await peer.call(
-                "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
-            )
-            assert second.is_error
-            await peer.notify("session/cancel", {"sessionId": sid})
-            assert (await peer.wait_response(rid)).result == {"stopReason": "cancelled"}
+    async with in_session(validator, tmp_path) as (_agent, peer, _client, sid):
+        rid = await peer.send_request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:long"}]}
+        )
+        await peer.wait_for(is_update(sid, "agent_message_chunk"))
+        second = await peer.call(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "x"}]}
+        )
+        assert second.is_error
+        await peer.notify("session/cancel", {"sessionId": sid})
+        assert (await peer.wait_response(rid)).result == {"stopReason": "cancelled"}
 
 
 @pytest.mark.anyio
 async def test_load_replays_history_before_responding(validator: SchemaValidator, tmp_path: Path) -> None:
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path) as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            _, first = await client.prompt(sid, "ping-123")
-            _, second = await client.prompt(sid, "acp:tool")
-            start = len(peer.events)
-            resp = await peer.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
-            assert isinstance(resp.result, dict) and resp.result["modes"]["currentModeId"] == "ask"
-            replay = updates_between(peer, sid, start, peer.events.index(resp))
-            user = [u for u in replay if u["sessionUpdate"] == "user_message_chunk"]
-            assert [u["content"]["text"] for u in user] == ["ping-123", "acp:tool"]
-            assert [u for u in replay if u["sessionUpdate"] != "user_message_chunk"] == first + second
-            assert replay[0]["sessionUpdate"] == "user_message_chunk"
-            # Distinct messages never share a messageId.
-            by_id: dict[str, set[str]] = {}
-            for u in replay:
-                if "messageId" in u:
-                    by_id.setdefault(u["messageId"], set()).add(u["sessionUpdate"])
-            assert all(len(v) == 1 for v in by_id.values())
-            assert await peer.quiet_for(0.2, is_update(sid), start=peer.events.index(resp)) is None
-            resp, _ = await client.prompt(sid, "still there?")
-            assert resp.result == {"stopReason": "end_turn"}
-            missing = await peer.call(
-                "session/load", {"sessionId": "nope", "cwd": str(tmp_path), "mcpServers": []}
-            )
-            assert error_code(missing) == -32002
-            # session/resume restores without any replay.
-            start = len(peer.events)
-            resumed = await peer.call("session/resume", {"sessionId": sid, "cwd": str(tmp_path)})
-            assert isinstance(resumed.result, dict)
-            assert updates_between(peer, sid, start, peer.events.index(resumed)) == []
-            assert peer.violations() == []
+    async with in_session(validator, tmp_path) as (_agent, peer, client, sid):
+        _, first = await client.prompt(sid, "ping-123")
+        _, second = await client.prompt(sid, "acp:tool")
+        start = len(peer.events)
+        resp = await peer.call("session/load", {"sessionId": sid, "cwd": str(tmp_path), "mcpServers": []})
+        assert isinstance(resp.result, dict) and resp.result["modes"]["currentModeId"] == "ask"
+        replay = updates_between(peer, sid, start, peer.events.index(resp))
+        user = [u for u in replay if u["sessionUpdate"] == "user_message_chunk"]
+        assert [u["content"]["text"] for u in user] == ["ping-123", "acp:tool"]
+        assert [u for u in replay if u["sessionUpdate"] != "user_message_chunk"] == first + second
+        assert replay[0]["sessionUpdate"] == "user_message_chunk"
+        # Distinct messages never share a messageId.
+        by_id: dict[str, set[str]] = {}
+        for u in replay:
+            if "messageId" in u:
+                by_id.setdefault(u["messageId"], set()).add(u["sessionUpdate"])
+        assert all(len(v) == 1 for v in by_id.values())
+        assert await peer.quiet_for(0.2, is_update(sid), start=peer.events.index(resp)) is None
+        resp, _ = await client.prompt(sid, "still there?")
+        assert resp.result == {"stopReason": "end_turn"}
+        missing = await peer.call(
+            "session/load", {"sessionId": "nope", "cwd": str(tmp_path), "mcpServers": []}
+        )
+        assert error_code(missing) == -32002
+        # session/resume restores without any replay.
+        start = len(peer.events)
+        resumed = await peer.call("session/resume", {"sessionId": sid, "cwd": str(tmp_path)})
+        assert isinstance(resumed.result, dict)
+        assert updates_between(peer, sid, start, peer.events.index(resumed)) == []
+        assert peer.violations() == []
 
 
 @pytest.mark.anyio
 async def test_set_mode_and_config_option(validator: SchemaValidator, tmp_path: Path) -> None:
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path) as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            start = len(peer.events)
-            resp = await peer.call("session/set_mode", {"sessionId": sid, "modeId": "code"})
-            assert resp.result == {}
-            mode_updates = [
-                u
-                for u in updates_between(peer, sid, start, peer.events.index(resp))
-                if u["sessionUpdate"] == "current_mode_update"
-            ]
-            assert mode_updates == [{"sessionUpdate": "current_mode_update", "currentModeId": "code"}]
-            for params in ({"sessionId": sid, "modeId": "nope"}, {"sessionId": "nope", "modeId": "ask"}):
-                assert error_code(await peer.call("session/set_mode", params)) == -32602
-            result = await peer.request(
-                "session/set_config_option", {"sessionId": sid, "configId": "model", "value": "smart"}
-            )
-            values = {o["id"]: o["currentValue"] for o in result["configOptions"]}
-            assert values == {"model": "smart", "mode": "code"}
-            result = await peer.request(
-                "session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "ask"}
-            )
-            assert {o["id"]: o["currentValue"] for o in result["configOptions"]} == {
-                "model": "smart",
-                "mode": "ask",
-            }
-            bad_config: tuple[dict[str, Any], ...] = (
-                {"sessionId": sid, "configId": "nope", "value": "x"},
-                {"sessionId": sid, "configId": "model", "value": "nope"},
-                {"sessionId": sid, "configId": "model", "type": "boolean", "value": True},
-            )
-            for params in bad_config:
-                assert error_code(await peer.call("session/set_config_option", params)) == -32602
-            assert peer.violations() == []
+    async with in_session(validator, tmp_path) as (_agent, peer, _client, sid):
+        start = len(peer.events)
+        resp = await peer.call("session/set_mode", {"sessionId": sid, "modeId": "code"})
+        assert resp.result == {}
+        mode_updates = [
+            u
+            for u in updates_between(peer, sid, start, peer.events.index(resp))
+            if u["sessionUpdate"] == "current_mode_update"
+        ]
+        assert mode_updates == [{"sessionUpdate": "current_mode_update", "currentModeId": "code"}]
+        for params in ({"sessionId": sid, "modeId": "nope"}, {"sessionId": "nope", "modeId": "ask"}):
+            assert error_code(await peer.call("session/set_mode", params)) == -32602
+        result = await peer.request(
+            "session/set_config_option", {"sessionId": sid, "configId": "model", "value": "smart"}
+        )
+        values = {o["id"]: o["currentValue"] for o in result["configOptions"]}
+        assert values == {"model": "smart", "mode": "code"}
+        result = await peer.request(
+            "session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "ask"}
+        )
+        assert {o["id"]: o["currentValue"] for o in result["configOptions"]} == {
+            "model": "smart",
+            "mode": "ask",
+        }
+        bad_config: tuple[dict[str, Any], ...] = (
+            {"sessionId": sid, "configId": "nope", "value": "x"},
+            {"sessionId": sid, "configId": "model", "value": "nope"},
+            {"sessionId": sid, "configId": "model", "type": "boolean", "value": True},
+        )
+        for params in bad_config:
+            assert error_code(await peer.call("session/set_config_option", params)) == -32602
+        assert peer.violations() == []
 
 
 @pytest.mark.anyio
@@ -764,25 +737,22 @@ async def test_frames_the_fuzzer_found_mishandled(validator: SchemaValidator, tm
 @pytest.mark.anyio
 async def test_cancel_right_behind_the_prompt_is_not_lost(validator: SchemaValidator, tmp_path: Path) -> None:
     """Found by stateful fuzzing: a cancel read before the prompt's handler ran was dropped."""
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path) as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            prompt = {
-                "jsonrpc": "2.0",
-                "id": "p",
-                "method": "session/prompt",
-                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:long"}]},
-            }
-            cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}
-            peer.conn.send_request("session/prompt", prompt["params"], id="p")  # so the answer is paired
-            await peer.send_raw(orjson.dumps(prompt) + b"\n" + orjson.dumps(cancel) + b"\n")  # one write
-            resp = await peer.wait_response("p", method="session/prompt")
-            assert resp.result == {"stopReason": "cancelled"}
-            # An idle cancel (no prompt behind it) cancels nothing later.
-            await peer.notify("session/cancel", {"sessionId": sid})
-            resp, _ = await client.prompt(sid, "hello")
-            assert resp.result == {"stopReason": "end_turn"}
+    async with in_session(validator, tmp_path) as (_agent, peer, client, sid):
+        prompt = {
+            "jsonrpc": "2.0",
+            "id": "p",
+            "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:long"}]},
+        }
+        cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}
+        peer.conn.send_request("session/prompt", prompt["params"], id="p")  # so the answer is paired
+        await peer.send_raw(orjson.dumps(prompt) + b"\n" + orjson.dumps(cancel) + b"\n")  # one write
+        resp = await peer.wait_response("p", method="session/prompt")
+        assert resp.result == {"stopReason": "cancelled"}
+        # An idle cancel (no prompt behind it) cancels nothing later.
+        await peer.notify("session/cancel", {"sessionId": sid})
+        resp, _ = await client.prompt(sid, "hello")
+        assert resp.result == {"stopReason": "end_turn"}
 
 
 @pytest.mark.anyio
@@ -792,16 +762,13 @@ async def test_subclass_breaks_one_behaviour(validator: SchemaValidator, tmp_pat
             return "end_turn"
 
     agent = IgnoresCancel(validator=validator)
-    with anyio.fail_after(DEADLINE):
-        async with connected(validator, tmp_path, agent=agent) as (_agent, peer, client):
-            await client.initialize()
-            sid = await client.new_session()
-            rid = await peer.send_request(
-                "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:long"}]}
-            )
-            await peer.wait_for(is_update(sid, "agent_message_chunk"))
-            await peer.notify("session/cancel", {"sessionId": sid})
-            assert (await peer.wait_response(rid)).result == {"stopReason": "end_turn"}
+    async with in_session(validator, tmp_path, agent=agent) as (_agent, peer, _client, sid):
+        rid = await peer.send_request(
+            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "acp:long"}]}
+        )
+        await peer.wait_for(is_update(sid, "agent_message_chunk"))
+        await peer.notify("session/cancel", {"sessionId": sid})
+        assert (await peer.wait_response(rid)).result == {"stopReason": "end_turn"}
 
 
 @pytest.mark.anyio

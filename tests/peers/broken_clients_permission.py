@@ -1,0 +1,93 @@
+"""Broken clients for session/request_permission and its cancellation.
+
+Merged into ``BREAKAGES`` by ``broken_clients.py`` (run them through it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from acp_conformance.core.events import Request
+from acp_conformance.peer import HandlerError
+from mock_client import MockClient
+from tests.peers._breakage import Breakage
+
+
+class PermissionError32601(MockClient):
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        raise HandlerError(-32601, "Method not found: session/request_permission")
+
+
+class CancelledWithoutCancel(MockClient):
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        if self.endpoint.is_cancelled(self.session_id) or self.options.permission == "hold":
+            return await default(req)
+        return {"outcome": {"outcome": "cancelled"}}
+
+
+class HardcodedOptionId(MockClient):
+    """Answers with the conventional ids whatever was offered."""
+
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        if self.endpoint.is_cancelled(self.session_id) or self.options.permission == "hold":
+            return await default(req)
+        option = "reject-once" if self.options.permission.startswith("reject") else "allow-once"
+        return {"outcome": {"outcome": "selected", "optionId": option}}
+
+
+class IgnoresPermissionPolicy(MockClient):
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        if self.endpoint.is_cancelled(self.session_id) or self.options.permission == "hold":
+            return await default(req)
+        options = req.params.get("options", []) if isinstance(req.params, dict) else []
+        allow = next(o for o in options if str(o.get("kind", "")).startswith("allow"))
+        return {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}
+
+
+class PendingNotCancelled(MockClient):
+    async def answer_pending_permissions(self, session_id: str) -> None:
+        for call in self.endpoint.permission_calls:
+            if call.session_id == session_id and call.outcome is None:
+                options = call.request.params.get("options", []) if isinstance(call.request.params, dict) else []
+                reject = next(o for o in options if str(o.get("kind", "")).startswith("reject"))
+                await self.endpoint.answer_permission(call, {"outcome": "selected", "optionId": reject["optionId"]})
+
+
+class LateRequestNotCancelled(MockClient):
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        if self.endpoint.is_cancelled(self.session_id):
+            options = req.params.get("options", []) if isinstance(req.params, dict) else []
+            allow = next(o for o in options if str(o.get("kind", "")).startswith("allow"))
+            return {"outcome": {"outcome": "selected", "optionId": allow["optionId"]}}
+        return await default(req)
+
+
+class CancelAsRequest(MockClient):
+    async def send_cancel(self, session_id: str) -> None:
+        await self.peer.send_request("session/cancel", self.cancel_params(session_id), validate=False)
+
+
+BREAKAGES: dict[str, Breakage[MockClient]] = {
+    "permission-error": Breakage(
+        PermissionError32601, "perm.response.shape",
+        also=frozenset({"perm.auto", "perm.late-request-after-cancel"}),
+        why_also="an error is neither the policy's option nor the cancelled outcome",
+    ),
+    "cancelled-without-cancel": Breakage(
+        CancelledWithoutCancel, "perm.response.shape", also=frozenset({"perm.auto"}),
+        why_also="cancelled is not the option of the configured policy",
+    ),
+    "hardcoded-option-id": Breakage(HardcodedOptionId, "perm.response.valid-option"),
+    "ignores-permission-policy": Breakage(IgnoresPermissionPolicy, "perm.auto", status="INFO"),
+    "pending-not-cancelled": Breakage(
+        PendingNotCancelled, "perm.cancelled-on-cancel", scenario="client-cancel-pending-permission"
+    ),
+    "late-request-not-cancelled": Breakage(
+        LateRequestNotCancelled, "perm.late-request-after-cancel", status="WARN",
+        scenario="client-permission-after-cancel",
+    ),
+    "cancel-as-request": Breakage(
+        CancelAsRequest, "cancel.is-notification", also=frozenset({"schema.valid"}),
+        why_also="session/cancel is a notification in the schema",
+    ),
+}

@@ -1,0 +1,124 @@
+"""Broken clients for the terminal/* methods.
+
+Merged into ``BREAKAGES`` by ``broken_clients.py`` (run them through it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mock_client import MockClient
+from tests.peers._breakage import Breakage
+
+
+class NoTerminalExitCode(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        result = await super().terminal_call(name, params)
+        if name == "wait_for_exit":
+            return {"exitCode": None, "signal": None}
+        return result
+
+
+class NegativeExitCode(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        result = await super().terminal_call(name, params)
+        if name == "wait_for_exit" and isinstance(result.get("exitCode"), int):
+            return {"exitCode": -result["exitCode"] or -1, "signal": None}
+        return result
+
+
+class ExitStatusWhileRunning(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        result = await super().terminal_call(name, params)
+        if name == "output" and "exitStatus" not in result:
+            result["exitStatus"] = {"exitCode": 0, "signal": None}
+        return result
+
+
+class CreateWaitsForExit(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        result = await super().terminal_call(name, params)
+        if name == "create":
+            assert self.terminals is not None
+            await self.terminals.wait_for_exit(result["terminalId"])
+        return result
+
+
+class KillReleases(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        if name == "kill":
+            return await super().terminal_call("release", params)
+        return await super().terminal_call(name, params)
+
+
+class ReleaseLeavesRunning(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        if name == "release":
+            assert self.terminals is not None
+            self.terminals.get(params.get("terminalId")).released = True
+            return {}
+        return await super().terminal_call(name, params)
+
+
+class ReleasedIdStillWorks(MockClient):
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        if name == "release":
+            assert self.terminals is not None
+            self.terminals.get(params.get("terminalId"))
+            return {}  # "released", but the id keeps working
+        return await super().terminal_call(name, params)
+
+
+class _TruncatesOutputItself(MockClient):
+    """Creates each terminal without its outputByteLimit and truncates the output itself, with ``cut``,
+    when it exceeds the limit the agent asked for."""
+
+    def cut(self, data: bytes, limit: int) -> str:
+        raise NotImplementedError
+
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        if name == "create":
+            self._limits = getattr(self, "_limits", {})
+            limit = params.get("outputByteLimit")
+            params = {**params}
+            params.pop("outputByteLimit", None)
+            result = await super().terminal_call(name, params)
+            self._limits[result["terminalId"]] = limit
+            return result
+        result = await super().terminal_call(name, params)
+        limit = getattr(self, "_limits", {}).get(params.get("terminalId"))
+        if name == "output" and isinstance(limit, int):
+            data = result["output"].encode()
+            if len(data) > limit:
+                result["output"] = self.cut(data, limit)
+                result["truncated"] = True
+        return result
+
+
+class KeepsTheHead(_TruncatesOutputItself):
+    def cut(self, data: bytes, limit: int) -> str:
+        return data[:limit].decode("utf-8", "ignore")
+
+
+class SplitsCharacters(_TruncatesOutputItself):
+    def cut(self, data: bytes, limit: int) -> str:
+        return data[-limit:].decode("utf-8", "replace")  # cuts inside a character
+
+
+BREAKAGES: dict[str, Breakage[MockClient]] = {
+    "no-terminal-exit-code": Breakage(NoTerminalExitCode, "term.wait"),
+    "negative-exit-code": Breakage(
+        NegativeExitCode, "term.exit-status.shape", also=frozenset({"schema.valid"}),
+        why_also="the schema gives exitCode a minimum of 0",
+    ),
+    "exit-status-while-running": Breakage(ExitStatusWhileRunning, "term.output.shape"),
+    "create-waits-for-exit": Breakage(CreateWaitsForExit, "term.create.immediate"),
+    "kill-releases": Breakage(KillReleases, "term.kill.keeps-id"),
+    "release-leaves-running": Breakage(ReleaseLeavesRunning, "term.release.kills"),
+    "released-id-still-works": Breakage(
+        ReleasedIdStillWorks, "term.release.invalidates", also=frozenset({"term.release.kills"}),
+        why_also="a terminal that is not really released is not killed either",
+    ),
+    "keeps-the-head": Breakage(KeepsTheHead, "term.output.truncate-head"),
+    "splits-characters": Breakage(SplitsCharacters, "term.output.char-boundary"),
+}
