@@ -13,11 +13,11 @@ import os
 from typing import Any
 
 from acp_conformance.core import jsonrpc
+from acp_conformance.core.connection import AnsweringConnection, Role
 from acp_conformance.core.events import Event
 from acp_conformance.peer import Peer
 from acp_conformance.transport.base import Transport
 from mock_agent import AgentPeer, MockAgent
-from mock_agent.agent import _AgentConnection
 from tests.peers._breakage import Breakage
 
 __all__ = ["BREAKAGES"]
@@ -28,11 +28,11 @@ ErrorCode = jsonrpc.ErrorCode
 class _Peer(AgentPeer):
     """An AgentPeer whose connection is ``connection_cls``."""
 
-    connection_cls: type[_AgentConnection] = _AgentConnection
+    connection_cls: type[AnsweringConnection] = AnsweringConnection
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.conn = self.connection_cls(self._answer_malformed)
+        self.conn = self.connection_cls(Role.AGENT, self.answer_malformed)
 
 
 def _agent(peer_cls: type[AgentPeer]) -> type[MockAgent]:
@@ -48,20 +48,20 @@ def _agent(peer_cls: type[AgentPeer]) -> type[MockAgent]:
 class _SilentOnParseErrors(AgentPeer):
     """Says nothing about a line that is not JSON (JSON-RPC wants -32700)."""
 
-    def _answer_malformed(self, code: int, message: str) -> None:
+    def answer_malformed(self, code: int, message: str) -> None:
         if code != ErrorCode.PARSE_ERROR:
-            super()._answer_malformed(code, message)
+            super().answer_malformed(code, message)
 
 
 class _ParseErrorForInvalidRequests(AgentPeer):
     """Calls every malformed line a parse error, JSON or not (-32700 where -32600 is due)."""
 
-    def _answer_malformed(self, code: int, message: str) -> None:
-        super()._answer_malformed(ErrorCode.PARSE_ERROR, "Parse error")
+    def answer_malformed(self, code: int, message: str) -> None:
+        super().answer_malformed(ErrorCode.PARSE_ERROR, "Parse error")
 
 
 # -------------------------------------------------------- crashes and wedges
-class _CrashesOnHugeLine(_AgentConnection):
+class _CrashesOnHugeLine(AnsweringConnection):
     """Exits on any line over 256 KiB (a fixed-size read buffer, say)."""
 
     def receive_frame(self, data: bytes) -> list[Event]:
@@ -70,7 +70,7 @@ class _CrashesOnHugeLine(_AgentConnection):
         return super().receive_frame(data)
 
 
-class _WedgedAfterGarbage(_AgentConnection):
+class _WedgedAfterGarbage(AnsweringConnection):
     """Answers the first unparseable line, then ignores everything that follows."""
 
     wedged = False
@@ -83,7 +83,7 @@ class _WedgedAfterGarbage(_AgentConnection):
         return super().receive_frame(data)
 
 
-class _DiesOnBidiControls(_AgentConnection):
+class _DiesOnBidiControls(AnsweringConnection):
     """Exits when a frame carries U+202E RIGHT-TO-LEFT OVERRIDE (raw or escaped)."""
 
     def receive_frame(self, data: bytes) -> list[Event]:
@@ -92,7 +92,7 @@ class _DiesOnBidiControls(_AgentConnection):
         return super().receive_frame(data)
 
 
-class _DiesOnArrayLine(_AgentConnection):
+class _DiesOnArrayLine(AnsweringConnection):
     """Exits on a line holding a JSON array (the Python SDK 0.12.1 calls .get on it and dies)."""
 
     def receive_frame(self, data: bytes) -> list[Event]:
@@ -101,7 +101,7 @@ class _DiesOnArrayLine(_AgentConnection):
         return super().receive_frame(data)
 
 
-def _with_connection(conn: type[_AgentConnection]) -> type[AgentPeer]:
+def _with_connection(conn: type[AnsweringConnection]) -> type[AgentPeer]:
     return type(conn.__name__, (_Peer,), {"connection_cls": conn})
 
 

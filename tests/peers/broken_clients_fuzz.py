@@ -13,11 +13,12 @@ import os
 from typing import Any
 
 from acp_conformance.core import jsonrpc
+from acp_conformance.core.connection import AnsweringConnection, Role
 from acp_conformance.core.events import Event, Request
 from acp_conformance.peer import HandlerError, Peer
 from acp_conformance.transport.base import Transport
 from mock_client import MockClient
-from mock_client.strict import ClientPeer, _StrictConnection
+from mock_client.strict import ClientPeer
 from tests.peers._breakage import Breakage
 
 
@@ -43,7 +44,7 @@ class FuzzResultForInvalidParams(MockClient):
         pass
 
 
-class _WedgedAfterGarbage(_StrictConnection):
+class _WedgedAfterGarbage(AnsweringConnection):
     """Answers the first line that is not JSON, then reads nothing more."""
 
     wedged = False
@@ -60,7 +61,7 @@ class FuzzWedgedAfterGarbage(MockClient):
     def make_peer(self, transport: Transport) -> Peer:
         peer = super().make_peer(transport)
         assert isinstance(peer, ClientPeer)
-        peer.conn = _WedgedAfterGarbage(peer.answer_malformed)
+        peer.conn = _WedgedAfterGarbage(Role.CLIENT, peer.answer_malformed)
         return peer
 
 
@@ -76,7 +77,7 @@ class FuzzSilentOnParseErrors(MockClient):
             if code != jsonrpc.ErrorCode.PARSE_ERROR:
                 answer(code, message)
 
-        peer.conn = _StrictConnection(only_invalid_requests)
+        peer.conn = AnsweringConnection(Role.CLIENT, only_invalid_requests)
         return peer
 
 
@@ -87,7 +88,9 @@ class FuzzParseErrorForInvalidRequests(MockClient):
         peer = super().make_peer(transport)
         assert isinstance(peer, ClientPeer)
         answer = peer.answer_malformed
-        peer.conn = _StrictConnection(lambda code, message: answer(jsonrpc.ErrorCode.PARSE_ERROR, "Parse error"))
+        peer.conn = AnsweringConnection(
+            Role.CLIENT, lambda code, message: answer(jsonrpc.ErrorCode.PARSE_ERROR, "Parse error")
+        )
         return peer
 
 
