@@ -65,3 +65,21 @@ def test_conforming_tool_call_orders_get_no_finding(tmp_path: Path, name: str, c
     assert not findings, {c: run.messages(c) for c in findings}
     for clause in clauses:
         assert run.statuses()[clause] == "PASS", clause
+
+
+def test_session_metadata_after_a_cancelled_turn_is_no_late_output(tmp_path: Path) -> None:
+    """A title pushed after a cancelled turn's response is not turn output: the cancellation
+    tests and scenarios find nothing (they once failed cancel.updates-before-response on it)."""
+    run = run_suite(
+        f"{PY} {CONFORMING} retitles-after-each-turn",
+        tmp_path,
+        "-k",
+        "test_cancel or cancel- or permission-",
+        "-n",
+        "2",
+        str(SUITE / "test_cancellation.py"),
+        str(SUITE / "test_scenarios.py"),
+    )
+    findings = run.with_status("FAIL", "WARN")
+    assert not findings, {c: run.messages(c) for c in findings}
+    assert run.statuses()["cancel.updates-before-response"] == "PASS"

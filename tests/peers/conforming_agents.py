@@ -73,10 +73,25 @@ class AnnouncesWhenRunning(MockAgent):
         return decision
 
 
+class RetitlesAfterEachTurn(MockAgent):
+    """Sends a ``session_info_update`` (a new title) right after every ``session/prompt``
+    response, cancelled turns included (claude-agent-acp does this).  Session metadata may be
+    pushed at any time (session-list.mdx § Updating Session Metadata); only "content or tool call
+    updates" must precede a cancelled turn's response (prompt-turn.mdx § Cancellation)."""
+
+    async def after_prompt_response(self, turn: Turn) -> None:
+        title = f"{turn.text.strip()[:40] or 'untitled'} ({'cancelled' if turn.cancelled else 'done'})"
+        await self.peer.notify(
+            "session/update",
+            {"sessionId": turn.session.id, "update": {"sessionUpdate": "session_info_update", "title": title}},
+        )
+
+
 AGENTS: dict[str, type[MockAgent]] = {
     "fast-turns": FastTurns,
     "two-tool-calls": TwoToolCalls,
     "announces-when-running": AnnouncesWhenRunning,
+    "retitles-after-each-turn": RetitlesAfterEachTurn,
 }
 
 
