@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, int]] = [
     ("acp_conformance.scenario", 5),
     ("acp_conformance.proxy", 5),
     ("acp_conformance.strategies", 5),
+    ("acp_conformance.fuzz", 5),
     ("acp_conformance.client", 5),
     ("acp_conformance.harness", 5),
     ("acp_conformance.reporting", 6),
@@ -106,3 +107,36 @@ def test_imports_flow_downward(path: Path) -> None:
             assert theirs <= mine, f"{me} (layer {mine}) imports {imp} (layer {theirs}): imports must flow downward"
         elif top in FORBIDDEN.get(mine, set()):
             pytest.fail(f"{me} (layer {mine}) must not import {top}")
+
+
+def _fuzz_graph() -> dict[str, set[str]]:
+    """Imports among the modules of ``acp_conformance.fuzz`` (and its face, ``strategies``)."""
+    paths = [PKG / "strategies.py", *sorted((PKG / "fuzz").glob("*.py"))]
+    mods = {module_name(p): p for p in paths}
+    return {m: {i for i in imports(p) if i in mods and i != m} for m, p in mods.items()}
+
+
+def test_fuzz_package_has_no_import_cycle() -> None:
+    """The strategy modules form a chain (``_expect`` ... ``_bytes``): putting an ``Expect`` constant
+    or a frame builder beside its user, rather than where it is defined, closes a circle."""
+    graph = _fuzz_graph()
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> None:
+        if node in path:
+            cycle = [*path[path.index(node) :], node]
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+        if node in done:
+            return
+        for nxt in sorted(graph[node]):
+            visit(nxt, [*path, node])
+        done.add(node)
+
+    for start in sorted(graph):
+        visit(start, [])
+
+
+@pytest.mark.parametrize("path", sorted((PKG / "fuzz").glob("*.py")), ids=lambda p: p.name)
+def test_fuzz_imports_no_pytest(path: Path) -> None:
+    """The fuzz engine runs under pytest but never needs it: the suite's tests hold the pytest parts."""
+    assert not {i for i in imports(path) if i.split(".")[0] in ("pytest", "_pytest")}, path.name
