@@ -192,7 +192,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 #: The fuzz options travel to the tests (and to xdist workers, which inherit the environment) as these
-#: variables; ``acp_conformance/suite/_fuzz.py`` reads them (agent and client campaigns).
+#: variables; ``acp_conformance/fuzz/campaign.py`` reads them (agent and client campaigns).
 FUZZ_ENV = {"examples": "ACP_FUZZ_EXAMPLES", "seconds": "ACP_FUZZ_SECONDS", "seed": "ACP_FUZZ_SEED"}
 
 

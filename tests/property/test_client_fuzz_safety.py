@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 
 from acp_conformance import strategies as acp
 from acp_conformance.core.events import Request
+from acp_conformance.fuzz.campaign import C_INVALID_PARAMS, LIVE_CWD
 from acp_conformance.peer import HandlerError
-from acp_conformance.suite._fuzz import C_INVALID_PARAMS, LIVE_CWD
 from acp_conformance.suite.client.test_fuzz import _SAFE, SAFE_ARG, SAFE_COMMAND, client_safe
 from mock_client.strict import REQUIRED, check_params
 from tests.conftest import SCHEMA_DIRS

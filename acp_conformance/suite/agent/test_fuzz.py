@@ -12,7 +12,7 @@ frame against a fresh process.
 
 The judging, the budget (``ACP_FUZZ_EXAMPLES`` / ``ACP_FUZZ_SECONDS`` /
 ``ACP_FUZZ_SEED`` / ``ACP_FUZZ_REPLAY`` / ``ACP_FUZZ_DATABASE``) and the
-reporting are shared with the client campaigns (``acp_conformance.suite._fuzz``);
+reporting are shared with the client campaigns (``acp_conformance.fuzz.campaign``);
 this module says how an agent connection is prepared and which frames go to it.
 
 Every result message carries the seed; every failure also names the frame,
@@ -33,8 +33,7 @@ from hypothesis.strategies import SearchStrategy
 
 from acp_conformance import strategies as acp
 from acp_conformance.errors import PeerError
-from acp_conformance.harness import AgentHarness, Connection
-from acp_conformance.suite._fuzz import (
+from acp_conformance.fuzz.campaign import (
     C_ANSWERED,
     C_ID_TYPES,
     C_INVALID_PARAMS,
@@ -66,7 +65,8 @@ from acp_conformance.suite._fuzz import (
     shrink_time_limit,
     with_replay,
 )
-from acp_conformance.suite._fuzz import run_campaign as _run_campaign
+from acp_conformance.fuzz.campaign import run_campaign as _run_campaign
+from acp_conformance.harness import AgentHarness, Connection
 
 __all__ = [
     "ENV_DATABASE",

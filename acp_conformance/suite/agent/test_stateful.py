@@ -27,7 +27,7 @@ minimal step sequence, replayed once more, and that replay's transcript is
 written as a scenario file (``acp_conformance.scenario`` format; a JSONL
 transcript beside it) next to the report (``--acp-report-json``), or in
 ``$ACP_FUZZ_OUT``, or in the test's temporary directory.  Budget and seed as
-in suite/_fuzz.py (``ACP_FUZZ_EXAMPLES`` / 3 runs of 15 steps: 8 by default).
+in fuzz/campaign.py (``ACP_FUZZ_EXAMPLES`` / 3 runs of 15 steps: 8 by default).
 """
 
 from __future__ import annotations
@@ -57,10 +57,7 @@ from hypothesis.stateful import (
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.core.ids import same_id
 from acp_conformance.errors import AcpError, ConformanceFailure, PeerError
-from acp_conformance.harness import AgentHarness, Connection
-from acp_conformance.peer import Peer
-from acp_conformance.results import Status
-from acp_conformance.suite._fuzz import (
+from acp_conformance.fuzz.campaign import (
     Finding,
     FuzzBudget,
     FuzzFinding,
@@ -72,6 +69,9 @@ from acp_conformance.suite._fuzz import (
     shrink_time_limit,
     with_replay,
 )
+from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.peer import Peer
+from acp_conformance.results import Status
 
 C_ANSWERED = "jsonrpc.every-request-answered"
 C_DUPLICATE = "jsonrpc.no-duplicate-response"

@@ -15,7 +15,7 @@ that kind of frame.  After a failing example the client is started afresh,
 so Hypothesis shrinks the failure to a minimal frame against a new process.
 
 What a client owes is taken from the ACP v1 schema and docs, with the same
-rules as the agent campaigns (``acp_conformance.suite._fuzz``), plus what is
+rules as the agent campaigns (``acp_conformance.fuzz.campaign``), plus what is
 particular to a client:
 
 * a method the client did not advertise (``fs/*`` without ``fs.*``,
@@ -61,7 +61,7 @@ from acp_conformance.client_harness import ClientConnection, ClientHarness
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Request
 from acp_conformance.core.ids import id_key
-from acp_conformance.suite._fuzz import (
+from acp_conformance.fuzz.campaign import (
     C_ANSWERED,
     C_EXT_UNKNOWN,
     C_ID_TYPES,

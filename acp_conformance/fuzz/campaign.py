@@ -53,12 +53,12 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 from hypothesis.strategies import SearchStrategy
 
-from acp_conformance import strategies as acp
 from acp_conformance.clauses import registry
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event, Response, Violation
 from acp_conformance.core.ids import id_key, same_id
 from acp_conformance.errors import AcpError, ConfigurationError, ConformanceFailure, PeerError, PeerTimeout
+from acp_conformance.fuzz._expect import Expect, Frame, Problem
 from acp_conformance.harness import AcpSpecWarning
 from acp_conformance.peer import Peer
 from acp_conformance.results import Status, breach_status
@@ -396,7 +396,7 @@ class Live:
     probe: tuple[str, Any, bool] = ("", None, False)
 
 
-Judge = Callable[[acp.Frame, Live], acp.Expect]
+Judge = Callable[[Frame, Live], Expect]
 
 
 class FrameFuzzer(ABC):
@@ -419,7 +419,7 @@ class FrameFuzzer(ABC):
         self.exercised: Counter[str] = Counter()
         self.ran = 0
         self.skipped = 0
-        self._memo: dict[tuple[bytes, tuple[bytes, ...]], tuple[list[acp.Problem], str]] = {}
+        self._memo: dict[tuple[bytes, tuple[bytes, ...]], tuple[list[Problem], str]] = {}
         self._live: Live | None = None
         self._cm: Any = None
         self._dirty = False
@@ -437,16 +437,16 @@ class FrameFuzzer(ABC):
     async def _prepare(self, conn: Any) -> Live:
         """Set the connection up for fuzzing (a live session...) and say what the placeholders become."""
 
-    def _applicable(self, frame: acp.Frame, live: Live) -> bool:
+    def _applicable(self, frame: Frame, live: Live) -> bool:
         """False: this frame cannot be judged on this connection (it is not run, nor counted)."""
         return True
 
-    def _gated(self, frame: acp.Frame, live: Live) -> str | None:
+    def _gated(self, frame: Frame, live: Live) -> str | None:
         """Why a conforming sender may not send this frame on this connection although it is
         schema-valid (a capability the peer did not advertise), or None."""
         return None
 
-    def forbidden(self, frame: acp.Frame, live: Live) -> str | None:
+    def forbidden(self, frame: Frame, live: Live) -> str | None:
         """Why the spec forbids us to send this frame here, or None.  Findings it provokes are
         robustness findings (``jsonrpc.survives-invalid-input``), never a MUST FAIL: transports.mdx
         forbids writing anything that is not a valid ACP message, and RFC 8259 § 9 lets a receiver
@@ -457,7 +457,7 @@ class FrameFuzzer(ABC):
             return f"beyond the limits RFC 8259 § 9 lets an implementation set ({frame.mutation})"
         return self._gated(frame, live)
 
-    def _attribute(self, frame: acp.Frame, live: Live, problems: list[acp.Problem]) -> list[acp.Problem]:
+    def _attribute(self, frame: Frame, live: Live, problems: list[Problem]) -> list[Problem]:
         """Findings of a frame we were not allowed to send move to the robustness clause."""
         why = self.forbidden(frame, live)
         if why is None:
@@ -466,7 +466,7 @@ class FrameFuzzer(ABC):
         out = []
         for p in problems:
             if breach_status(reg.get(p.clause)) is Status.FAIL:
-                p = acp.Problem(
+                p = Problem(
                     C_SURVIVES,
                     f"{p.message}, after a frame {why}: a robustness finding (for valid input it would be {p.clause})",
                 )
@@ -500,7 +500,7 @@ class FrameFuzzer(ABC):
             connections[-1].transcript.note(text)
 
     # -------------------------------------------------------------- examples
-    def run(self, frame: acp.Frame, judge: Judge | None = None) -> None:
+    def run(self, frame: Frame, judge: Judge | None = None) -> None:
         """Run one example; raise a ``FuzzFinding`` for the first problem."""
         key = (frame.data, frame.chunks)
         memo = self._memo.get(key)
@@ -552,7 +552,7 @@ class FrameFuzzer(ABC):
             p = problems[0]
             raise finding_type(p.clause)(p.message, frame.describe(), evidence)
 
-    def _writes(self, frame: acp.Frame, live: Live) -> list[bytes]:
+    def _writes(self, frame: Frame, live: Live) -> list[bytes]:
         data = frame.data
         for placeholder, value in live.values.items():
             data = data.replace(placeholder, value)
@@ -566,7 +566,7 @@ class FrameFuzzer(ABC):
         out.append(data[pos:])
         return [w for w in out if w]
 
-    async def _exchange(self, live: Live, frame: acp.Frame, expect: acp.Expect) -> list[acp.Problem]:
+    async def _exchange(self, live: Live, frame: Frame, expect: Expect) -> list[Problem]:
         peer = live.conn.peer
         mark = len(peer.events)
         rid = frame.id
@@ -591,7 +591,7 @@ class FrameFuzzer(ABC):
             # peer that decodes leniently answers under it: not an answer to nothing either.
             for guess in _ids_in(frame.data):
                 peer.conn.allow_unpaired(guess)
-        problems: list[acp.Problem] = []
+        problems: list[Problem] = []
         probe_ids: list[Any] = []
         method, params, validate = live.probe
         try:
@@ -635,7 +635,7 @@ class FrameFuzzer(ABC):
             why = self.forbidden(frame, live)
             if why is not None:
                 _reattribute(live, frame, window, why)
-            return [*problems, acp.Problem(C_ANSWERED, f"the {self.role} {what} after the frame ({exc.message})")]
+            return [*problems, Problem(C_ANSWERED, f"the {self.role} {what} after the frame ({exc.message})")]
         finally:
             if tracked:
                 peer.conn.forget_outgoing(rid)
@@ -657,7 +657,7 @@ class FrameFuzzer(ABC):
         return problems
 
 
-def _reattribute(live: Live, frame: acp.Frame, window: list[Any], why: str) -> None:
+def _reattribute(live: Live, frame: Frame, window: list[Any], why: str) -> None:
     """The peer's answers to a frame we were not allowed to send broke a MUST on the wire (an
     error without an id for a line that is not JSON, say): on the transcript that becomes a
     robustness finding too, so the stream-level judge does not FAIL what the example excuses."""
@@ -691,7 +691,7 @@ def _replace_violation(transcript: Any, old: Violation, new: Violation) -> int:
     return n
 
 
-def _excuse(live: Live, frame: acp.Frame, window: list[Any], responses: list[Response]) -> None:
+def _excuse(live: Live, frame: Frame, window: list[Any], responses: list[Response]) -> None:
     """Drop core violations that only say the peer echoed an id we malformed on purpose."""
     if not frame.has_id:
         return
@@ -739,7 +739,7 @@ def run_campaign(
     harness: Any,
     name: str,
     clauses: Sequence[str],
-    strategy: SearchStrategy[acp.Frame],
+    strategy: SearchStrategy[Frame],
     make_fuzzer: Callable[[BlockingPortal, FuzzBudget], FrameFuzzer],
     judge: Judge | None = None,
 ) -> None:
@@ -755,7 +755,7 @@ def run_campaign(
             @hypothesis_settings(budget)
             @hypothesis_seed(budget.seed)
             @given(strategy)
-            def fuzz(frame: acp.Frame) -> None:
+            def fuzz(frame: Frame) -> None:
                 fuzzer.run(frame, judge)
 
             fuzz._hypothesis_internal_database_key = database_key(name)  # type: ignore[attr-defined]
