@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, int]] = [
     ("acp_conformance.scenario", 5),
     ("acp_conformance.proxy", 5),
     ("acp_conformance.strategies", 5),
+    ("acp_conformance.fuzz", 5),
     ("acp_conformance.harness", 5),
     ("acp_conformance.reporting", 6),
     ("acp_conformance.plugin", 7),

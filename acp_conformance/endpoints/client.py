@@ -33,6 +33,7 @@ from typing import Any
 
 import anyio
 
+from acp_conformance.checks.gating import advertised
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.errors import PeerTimeout, RpcError
@@ -530,13 +531,8 @@ class ClientEndpoint:
         return caps if isinstance(caps, dict) else {}
 
     def agent_supports(self, path: str) -> bool:
-        """True when a dotted capability path is present, non-null and not false."""
-        node: Any = self.agent_capabilities
-        for part in path.split("."):
-            if not isinstance(node, dict) or node.get(part) in (None, False):
-                return False
-            node = node[part]
-        return True
+        """Whether the agent advertised the dotted capability (``checks.gating.advertised``)."""
+        return advertised(self.agent_capabilities, path)
 
     # ------------------------------------------------------------- requests
     async def initialize(self, protocol_version: Any = 1, **extra: Any) -> dict[str, Any]:

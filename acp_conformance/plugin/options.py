@@ -9,7 +9,6 @@ run that will fail on its first test should fail in its first second instead.
 from __future__ import annotations
 
 import os
-import secrets
 import shlex
 import shutil
 from pathlib import Path
@@ -31,7 +30,8 @@ __all__ = [
 ]
 
 #: The fuzz options travel to the campaigns (and to xdist workers, which inherit the environment)
-#: as these variables: the campaign reads them, so a run without pytest options can set them too.
+#: as these variables: the campaign reads them (``fuzz/_budget.py``, which names them too: this
+#: copy keeps ``pytest --help`` from importing Hypothesis; tests/test_rules.py keeps them equal).
 FUZZ_ENV = {"examples": "ACP_FUZZ_EXAMPLES", "seconds": "ACP_FUZZ_SECONDS", "seed": "ACP_FUZZ_SEED"}
 
 
@@ -193,28 +193,27 @@ def resolve_fuzz(config: pytest.Config) -> str:
 
     Runs on the xdist controller before the workers start, so ``random`` is drawn once and
     every worker fuzzes from the same seed (and the printed seed reproduces the run).  An
-    option overrides its variable.
+    option overrides its variable; the campaigns' own parser (``FuzzBudget.from_env``) checks
+    the result, so an option and its variable are held to one rule.
     """
+    from acp_conformance.errors import ConfigurationError
+    from acp_conformance.fuzz._budget import FuzzBudget
+
     opt = config.getoption
-    examples, seconds, seed = opt("acp_fuzz_examples"), opt("acp_fuzz_seconds"), opt("acp_fuzz_seed")
-    if examples is not None:
-        if examples < 1:
-            raise pytest.UsageError(f"--acp-fuzz-examples must be at least 1, got {examples}")
-        os.environ[FUZZ_ENV["examples"]] = str(examples)
-    if seconds is not None:
-        if not seconds > 0:
-            raise pytest.UsageError(f"--acp-fuzz-seconds must be positive, got {seconds}")
-        os.environ[FUZZ_ENV["seconds"]] = repr(seconds)
-    raw = (seed if seed is not None else os.environ.get(FUZZ_ENV["seed"], "")).strip()
-    if raw.lower() == "random":
-        raw = str(secrets.randbits(32))
-    elif raw and not (raw.isdigit() and raw.isascii()):
-        where = "--acp-fuzz-seed" if seed is not None else FUZZ_ENV["seed"]
-        raise pytest.UsageError(f"{where} must be a non-negative integer or 'random', got {raw!r}")
-    if raw:
-        os.environ[FUZZ_ENV["seed"]] = raw
+    given = {"examples": opt("acp_fuzz_examples"), "seconds": opt("acp_fuzz_seconds"), "seed": opt("acp_fuzz_seed")}
+    for key, value in given.items():
+        if value is not None:
+            os.environ[FUZZ_ENV[key]] = str(value).strip()
+    try:
+        budget = FuzzBudget.from_env()
+    except ConfigurationError as exc:
+        flags = {FUZZ_ENV[k]: f"--acp-fuzz-{k}" for k, v in given.items() if v is not None}
+        message = str(exc)
+        for env, flag in flags.items():
+            message = message.replace(env, flag)
+        raise pytest.UsageError(message) from None
+    os.environ[FUZZ_ENV["seed"]] = str(budget.seed)  # "random" drawn once, for every worker
     return (
-        f"acp fuzz: seed {raw or 0}, {os.environ.get(FUZZ_ENV['examples'], '25')} examples and "
-        f"{os.environ.get(FUZZ_ENV['seconds'], '20')} s per campaign "
-        f"(reproduce with --acp-fuzz-seed={raw or 0})"
+        f"acp fuzz: seed {budget.seed}, {budget.examples} examples and {budget.seconds:g} s per campaign "
+        f"(reproduce with --acp-fuzz-seed={budget.seed})"
     )

@@ -11,6 +11,7 @@ import fnmatch
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from acp_conformance.checks.gating import advertised
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.endpoints.client import ClientCapabilities
@@ -152,12 +153,8 @@ def brief(ev: Event) -> str:
 
 
 def has_capability(caps: dict[str, Any], path: str) -> bool:
-    node: Any = caps
-    for part in path.split("."):
-        if not isinstance(node, dict) or node.get(part) in (None, False):
-            return False
-        node = node[part]
-    return True
+    """Whether a scenario's ``capability:`` condition holds (``checks.gating.advertised``)."""
+    return advertised(caps, path)
 
 
 def client_caps(wire: Any) -> ClientCapabilities:

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 
 from acp_conformance import strategies as acp
 from acp_conformance.core.events import Request
+from acp_conformance.fuzz.campaign import C_INVALID_PARAMS, LIVE_CWD
+from acp_conformance.fuzz.client_safety import SAFE_ARG, SAFE_COMMAND, SAFE_OVERRIDES, client_safe
 from acp_conformance.peer import HandlerError
-from acp_conformance.suite._fuzz import C_INVALID_PARAMS, LIVE_CWD
-from acp_conformance.suite.client.test_fuzz import _SAFE, SAFE_ARG, SAFE_COMMAND, client_safe
 from mock_client.strict import REQUIRED, check_params
 from tests.conftest import SCHEMA_DIRS
 
@@ -43,13 +43,17 @@ SOME = settings(
 
 
 @SOME
-@given(acp.frames(sender="agent", kinds=["request", "notification"], overrides=_SAFE))
+@given(acp.frames(sender="agent", kinds=["request", "notification"], overrides=SAFE_OVERRIDES))
 def test_valid_frames_pass_the_safety_filter(frame: acp.Frame) -> None:
     assert client_safe(frame) or frame.method == "elicitation/create", frame.describe()
 
 
 @SOME
-@given(acp.frames(sender="agent", kinds=["request"], valid=None, unusual=True, overrides=_SAFE).filter(client_safe))
+@given(
+    acp.frames(sender="agent", kinds=["request"], valid=None, unusual=True, overrides=SAFE_OVERRIDES).filter(
+        client_safe
+    )
+)
 def test_what_the_filter_lets_through_stays_in_the_sandbox(frame: acp.Frame) -> None:
     msg = frame.message
     if not isinstance(msg, dict) or not isinstance(msg.get("params"), dict):

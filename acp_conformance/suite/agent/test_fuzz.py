@@ -12,7 +12,7 @@ frame against a fresh process.
 
 The judging, the budget (``ACP_FUZZ_EXAMPLES`` / ``ACP_FUZZ_SECONDS`` /
 ``ACP_FUZZ_SEED`` / ``ACP_FUZZ_REPLAY`` / ``ACP_FUZZ_DATABASE``) and the
-reporting are shared with the client campaigns (``acp_conformance.suite._fuzz``);
+reporting are shared with the client campaigns (``acp_conformance.fuzz.campaign``);
 this module says how an agent connection is prepared and which frames go to it.
 
 Every result message carries the seed; every failure also names the frame,
@@ -32,9 +32,9 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from acp_conformance import strategies as acp
+from acp_conformance.checks.gating import gated_use
 from acp_conformance.errors import PeerError
-from acp_conformance.harness import AgentHarness, Connection
-from acp_conformance.suite._fuzz import (
+from acp_conformance.fuzz.campaign import (
     C_ANSWERED,
     C_ID_TYPES,
     C_INVALID_PARAMS,
@@ -66,7 +66,8 @@ from acp_conformance.suite._fuzz import (
     shrink_time_limit,
     with_replay,
 )
-from acp_conformance.suite._fuzz import run_campaign as _run_campaign
+from acp_conformance.fuzz.campaign import run_campaign as _run_campaign
+from acp_conformance.harness import AgentHarness, Connection
 
 __all__ = [
     "ENV_DATABASE",
@@ -85,54 +86,6 @@ __all__ = [
     "shrink_time_limit",
     "with_replay",
 ]
-
-#: Client requests gated by an agent capability (its dotted path in agentCapabilities).
-GATED_METHODS = {
-    "session/load": "loadSession",
-    "session/list": "sessionCapabilities.list",
-    "session/resume": "sessionCapabilities.resume",
-    "session/close": "sessionCapabilities.close",
-    "session/delete": "sessionCapabilities.delete",
-    "logout": "auth.logout",
-}
-#: Prompt content block types gated by a prompt capability.
-GATED_BLOCKS = {"image": "promptCapabilities.image", "audio": "promptCapabilities.audio"}
-
-
-def _has(caps: Any, path: str) -> bool:
-    node = caps
-    for part in path.split("."):
-        if not isinstance(node, dict) or node.get(part) in (None, False):
-            return False
-        node = node[part]
-    return True
-
-
-def gated_use(message: Any, caps: dict[str, Any]) -> str | None:
-    """What in ``message`` a client may not send to an agent advertising ``caps``, or None."""
-    if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-        return None
-    method, params = message["method"], message.get("params")
-    need = GATED_METHODS.get(method)
-    if need is not None and not _has(caps, need):
-        return f"that calls {method}, which the agent did not advertise ({need})"
-    if not isinstance(params, dict):
-        return None
-    if params.get("additionalDirectories") and not _has(caps, "sessionCapabilities.additionalDirectories"):
-        return "that carries additionalDirectories, which the agent did not advertise"
-    if method == "session/prompt" and isinstance(params.get("prompt"), list):
-        for block in params["prompt"]:
-            kind = block.get("type") if isinstance(block, dict) else None
-            if kind in GATED_BLOCKS and not _has(caps, GATED_BLOCKS[kind]):
-                return f"whose prompt holds an {kind} block the agent did not advertise ({GATED_BLOCKS[kind]})"
-            if kind == "resource" and not _has(caps, "promptCapabilities.embeddedContext"):
-                return "whose prompt embeds a resource the agent did not advertise (promptCapabilities.embeddedContext)"
-    for server in params.get("mcpServers") or []:
-        kind = server.get("type") if isinstance(server, dict) else None
-        if kind in ("http", "sse") and not _has(caps, f"mcpCapabilities.{kind}"):
-            return f"that names an MCP server of type {kind}, which the agent did not advertise"
-    return None
-
 
 #: A method no agent implements: the probe that proves the agent still answers.
 PROBE = "session/acp_conformance_fuzz_probe"

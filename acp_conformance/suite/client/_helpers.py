@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
+from acp_conformance.checks import gating
 from acp_conformance.clauses import registry
 from acp_conformance.endpoints.agent import PromptTurn
 from acp_conformance.harness.client import ClientConnection, ClientHarness
@@ -60,13 +60,8 @@ async def end_session(acp: ClientHarness, conn: ClientConnection) -> bool:
 
 
 def advertised(conn: ClientConnection, path: str) -> bool:
-    """True when the client's initialize advertised the dotted capability as true / an object."""
-    node: Any = conn.agent.client_capabilities
-    for part in path.split("."):
-        if not isinstance(node, dict) or node.get(part) in (None, False):
-            return False
-        node = node[part]
-    return True
+    """True when the client's initialize advertised the dotted capability (``checks.gating``)."""
+    return gating.advertised(conn.agent.client_capabilities, path)
 
 
 def session_dir(conn: ClientConnection, turn: PromptTurn) -> Path:

@@ -15,7 +15,7 @@ that kind of frame.  After a failing example the client is started afresh,
 so Hypothesis shrinks the failure to a minimal frame against a new process.
 
 What a client owes is taken from the ACP v1 schema and docs, with the same
-rules as the agent campaigns (``acp_conformance.suite._fuzz``), plus what is
+rules as the agent campaigns (``acp_conformance.fuzz.campaign``), plus what is
 particular to a client:
 
 * a method the client did not advertise (``fs/*`` without ``fs.*``,
@@ -56,12 +56,12 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from acp_conformance import strategies as acp
+from acp_conformance.checks.gating import CLIENT_GATED_METHODS
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Request
 from acp_conformance.core.ids import id_key
 from acp_conformance.endpoints.agent import DEFAULT_OPTIONS
-from acp_conformance.harness.client import ClientConnection, ClientHarness
-from acp_conformance.suite._fuzz import (
+from acp_conformance.fuzz.campaign import (
     C_ANSWERED,
     C_EXT_UNKNOWN,
     C_ID_TYPES,
@@ -81,84 +81,24 @@ from acp_conformance.suite._fuzz import (
     live_connection,
     run_campaign,
 )
+from acp_conformance.fuzz.client_safety import (
+    FUZZ_PATHS,
+    PROBE_FILE,
+    PROBE_TEXT,
+    READ_FILE,
+    SAFE_OVERRIDES,
+    client_safe,
+    messages_of,
+)
+from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.suite.client._helpers import advertised, first_turn, not_applicable, require, session_dir
 
-__all__ = ["ClientFrameFuzzer", "SAFE_ARG", "SAFE_COMMAND", "client_safe"]
+__all__ = ["ClientFrameFuzzer"]
 
-#: The only program a fuzzed ``terminal/create`` may run, and its only argument.
-SAFE_COMMAND = "true"
-SAFE_ARG = "acp-fuzz"
-#: Files in the session directory: one the probes read (never a fuzz target), and the fuzz targets.
-PROBE_FILE = "acp-fuzz-probe.txt"
-PROBE_TEXT = "acp fuzz probe\n"
-READ_FILE = "acp-fuzz-read.txt"
-FUZZ_PATHS = (f"{LIVE_CWD}/{READ_FILE}", f"{LIVE_CWD}/acp-fuzz-write.txt", f"{LIVE_CWD}/acp-fuzz-missing.txt")
 #: Methods a client serves, by the capability that offers them (the baseline one needs none).
-GATED = {
-    "fs/read_text_file": "fs.readTextFile",
-    "fs/write_text_file": "fs.writeTextFile",
-    "terminal/create": "terminal",
-    "terminal/output": "terminal",
-    "terminal/release": "terminal",
-    "terminal/wait_for_exit": "terminal",
-    "terminal/kill": "terminal",
-    "elicitation/create": "elicitation",
-}
+GATED = CLIENT_GATED_METHODS
 PERMISSION = "session/request_permission"
 CLIENT_METHODS = frozenset({PERMISSION, *GATED})
-#: Never sent: a client may open a URL or wait for a person.
-NEVER_SENT = frozenset({"elicitation/create"})
-
-_SAFE: dict[str, SearchStrategy[Any]] = {
-    "SessionId": st.just(LIVE_SESSION),
-    "path": st.sampled_from(FUZZ_PATHS),
-    "command": st.just(SAFE_COMMAND),
-    "args": st.sampled_from([[SAFE_ARG], []]),
-    "cwd": st.just(LIVE_CWD),
-    "env": st.just([]),
-}
-
-
-# ----------------------------------------------------------------- safety
-def _in_sandbox(path: Any) -> bool:
-    if not isinstance(path, str) or "\x00" in path or not path.startswith(LIVE_CWD + "/"):
-        return False
-    return ".." not in PurePosixPath(path).parts
-
-
-def _messages(frame: acp.Frame) -> list[dict[str, Any]]:
-    m = frame.message
-    if isinstance(m, dict):
-        return [m]
-    if isinstance(m, list):
-        return [x for x in m if isinstance(x, dict)]
-    return []
-
-
-def client_safe(frame: acp.Frame) -> bool:
-    """Only frames that touch nothing outside the session directory (see the module docstring)."""
-    if any(m.encode() in frame.data for m in NEVER_SENT):
-        return False
-    for msg in _messages(frame):
-        params = msg.get("params")
-        if not isinstance(params, dict):
-            continue
-        method = msg.get("method")
-        if isinstance(method, str) and method.startswith("fs/"):
-            path = params.get("path")
-            if path is not None and not _in_sandbox(path):
-                return False
-        if method == "terminal/create":
-            command, args, cwd, env = (params.get(k) for k in ("command", "args", "cwd", "env"))
-            if isinstance(command, str) and command != SAFE_COMMAND:
-                return False
-            if isinstance(args, list) and any(not (a == SAFE_ARG or not isinstance(a, str)) for a in args):
-                return False
-            if isinstance(cwd, str) and cwd != LIVE_CWD:
-                return False
-            if isinstance(env, list) and env:
-                return False
-    return True
 
 
 # -------------------------------------------------------------- the fuzzer
@@ -212,13 +152,11 @@ class ClientFrameFuzzer(FrameFuzzer):
 
     def _applicable(self, frame: acp.Frame, live: Live) -> bool:
         own = {id_key(e.id) for e in live.conn.peer.events if isinstance(e, Request)}
-        for msg in _messages(frame):
+        for msg in messages_of(frame):
             response_shaped = not isinstance(msg.get("method"), str) or "result" in msg or "error" in msg
             if response_shaped and "id" in msg and id_key(msg["id"]) in own:
                 return False
         return True
-
-
 
 
 def _judge(frame: acp.Frame, live: Live) -> acp.Expect:
@@ -266,7 +204,7 @@ HUGE = 1024 * 1024
 def test_fuzz_client_unparseable_lines(acp_client: ClientHarness) -> None:
     """Lines that are not JSON (garbage, NUL, invalid UTF-8, cut frames, banners, 1 MiB lines) get -32700
     with a null id; oddly framed agent requests (CRLF, BOM, split writes) are still served."""
-    base = _frames(kinds=["request"], overrides=_SAFE)
+    base = _frames(kinds=["request"], overrides=SAFE_OVERRIDES)
     strategy = acp.byte_damage(base, huge_bytes=HUGE)
     _campaign(acp_client, "unparseable-lines", [C_PARSE, C_ANSWERED, C_SURVIVES], strategy)
 
@@ -276,7 +214,9 @@ def test_fuzz_client_invalid_requests(acp_client: ClientHarness) -> None:
     """JSON that is no request object ({}, scalars, null, no method, a non-string method, ids of the wrong
     type, a broken envelope) gets -32600, and the client keeps serving its agent."""
     strategy = _invalid(
-        kinds=["request", "notification"], mutations=["not-a-request", "invalid-id", "envelope"], overrides=_SAFE
+        kinds=["request", "notification"],
+        mutations=["not-a-request", "invalid-id", "envelope"],
+        overrides=SAFE_OVERRIDES,
     )
     _campaign(acp_client, "invalid-requests", [C_INVALID_REQUEST, C_ANSWERED, C_SURVIVES], strategy)
 
@@ -286,7 +226,7 @@ def test_fuzz_client_invalid_params(acp_client: ClientHarness) -> None:
     """session/request_permission, fs/* and terminal/* with a required member missing or of the wrong type, or
     params that are no object, get -32602 (any error for a method the client did not advertise), never a result."""
     strategy = _invalid(
-        kinds=["request"], mutations=["missing-required", "wrong-type", "params-not-object"], overrides=_SAFE
+        kinds=["request"], mutations=["missing-required", "wrong-type", "params-not-object"], overrides=SAFE_OVERRIDES
     ).filter(lambda f: f.expect.clause == C_INVALID_PARAMS)
     _campaign(acp_client, "invalid-params", [C_INVALID_PARAMS, C_ANSWERED, C_SURVIVES], strategy)
 
@@ -295,8 +235,8 @@ def test_fuzz_client_invalid_params(acp_client: ClientHarness) -> None:
 def test_fuzz_client_methods_and_notifications(acp_client: ClientHarness) -> None:
     """Unknown methods (near misses, unicode, reserved prefixes) get -32601; no notification is ever answered:
     session/update of every kind (valid, unusual, broken, for a session that does not exist), unknown ones too."""
-    safe = {**_SAFE, "SessionId": st.sampled_from([LIVE_SESSION, LIVE_SESSION, DEAD_SESSION])}
-    unknown = _invalid(kinds=["request"], mutations=["unknown-method"], overrides=_SAFE)
+    safe = {**SAFE_OVERRIDES, "SessionId": st.sampled_from([LIVE_SESSION, LIVE_SESSION, DEAD_SESSION])}
+    unknown = _invalid(kinds=["request"], mutations=["unknown-method"], overrides=SAFE_OVERRIDES)
     notes = _frames(kinds=["notification"], valid=None, unusual=True, overrides=safe)
     strategy = acp.evenly(unknown, notes, notes)
     _campaign(acp_client, "methods-and-notifications", [C_UNKNOWN, C_NOTIFICATION, C_ANSWERED, C_SURVIVES], strategy)
@@ -306,8 +246,8 @@ def test_fuzz_client_methods_and_notifications(acp_client: ClientHarness) -> Non
 def test_fuzz_client_odd_ids(acp_client: ClientHarness) -> None:
     """Agent requests with odd but valid ids (0, negative, int64 extremes, "", numeric-looking, unicode, 64 KiB
     strings) are answered with exactly that id; a reused id does not wedge the client."""
-    odd = _frames(kinds=["request"], mutations=["odd-id"], overrides=_SAFE)
-    dup = _invalid(kinds=["request"], mutations=["duplicate-id"], overrides=_SAFE)
+    odd = _frames(kinds=["request"], mutations=["odd-id"], overrides=SAFE_OVERRIDES)
+    dup = _invalid(kinds=["request"], mutations=["duplicate-id"], overrides=SAFE_OVERRIDES)
     _campaign(acp_client, "odd-ids", [C_ID_TYPES, C_ANSWERED, C_SURVIVES], acp.evenly(odd, odd, odd, dup))
 
 
@@ -319,13 +259,13 @@ def test_fuzz_client_survives_unusual_frames(acp_client: ClientHarness) -> None:
     valid = _frames(
         kinds=["request", "notification"],
         mutations=["meta-everywhere", "unicode", "huge-string", "huge-array", "nesting", "extension"],
-        overrides=_SAFE,
+        overrides=SAFE_OVERRIDES,
         huge_bytes=HUGE,
     )
     odd = _invalid(
         kinds=["request", "notification"],
         mutations=["deep-nesting", "surrogates", "stray-response", "unknown-enum", "wrong-type"],
-        overrides=_SAFE,
+        overrides=SAFE_OVERRIDES,
         huge_bytes=HUGE,
     )
     _campaign(acp_client, "unusual-frames", [C_ANSWERED, C_EXT_UNKNOWN], acp.evenly(valid, odd))

@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
+from acp_conformance.checks.gating import AGENT_GATED_METHODS, PROMPT_GATED_BLOCKS
 from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import AgentSetup
 from acp_conformance.errors import PeerError
@@ -165,9 +166,9 @@ async def test_session_and_prompt(acp_client: ClientHarness) -> None:
         await conn.peer.quiet_for(0.3, lambda e: isinstance(e, Request) and e.method == "session/load")
 
 
-#: Methods a client may only send when the agent advertised the matching capability.
-GATED_METHODS = ("session/load", "session/resume", "session/list", "session/close", "session/delete", "logout")
-GATED_BLOCKS = ("image", "audio", "resource")
+#: Methods and prompt blocks a client may only send when the agent advertised the matching capability.
+GATED_METHODS = tuple(AGENT_GATED_METHODS)
+GATED_BLOCKS = tuple(PROMPT_GATED_BLOCKS)
 
 
 @pytest.mark.clause("cap.omitted-unsupported", "cap.all-combinations")

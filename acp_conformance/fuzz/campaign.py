@@ -14,29 +14,15 @@ The role-specific parts (how a connection is opened and prepared, which
 placeholders stand for which live values, what the probe request is) are the
 hooks of ``FrameFuzzer``.
 
-Budget and replay (the plugin options ``--acp-fuzz-examples``,
-``--acp-fuzz-seconds`` and ``--acp-fuzz-seed`` set the first three variables;
-the plugin resolves ``random`` once, before xdist workers start):
-
-* ``ACP_FUZZ_EXAMPLES`` examples per campaign (default 25);
-* ``ACP_FUZZ_SECONDS`` wall-clock budget for generating examples, per
-  campaign (default 20); once spent, frames not yet tried count as not
-  run; shrinking a failure gets a third of it more (at least 2 s);
-* ``ACP_FUZZ_SEED`` an integer (default 0: every run fuzzes the same
-  frames, so results are reproducible and equal under xdist), or ``random``;
-* ``ACP_FUZZ_REPLAY`` the ``reproduce_failure`` blob a report names, to
-  replay exactly that failing example;
-* ``ACP_FUZZ_DATABASE`` a directory for Hypothesis's example database
-  (default: none, nothing is written).
+Budget and replay (``ACP_FUZZ_EXAMPLES``, ``ACP_FUZZ_SECONDS``, ``ACP_FUZZ_SEED``,
+``ACP_FUZZ_REPLAY``, ``ACP_FUZZ_DATABASE``): ``FuzzBudget`` (``fuzz/_budget.py``).
+Findings become clause results in ``record_findings`` (``fuzz/_findings.py``).
 """
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
 import time
-import warnings
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -44,22 +30,32 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-import hypothesis
 import orjson
 from anyio.from_thread import BlockingPortal, start_blocking_portal
-from hypothesis import HealthCheck, Phase, given, reproduce_failure, settings
+from hypothesis import given
 from hypothesis import seed as hypothesis_seed
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 from hypothesis.strategies import SearchStrategy
 
-from acp_conformance import strategies as acp
 from acp_conformance.clauses import registry
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event, Response, Violation
 from acp_conformance.core.ids import id_key, same_id
-from acp_conformance.errors import AcpError, ConfigurationError, ConformanceFailure, PeerError, PeerTimeout
-from acp_conformance.harness import AcpSpecWarning
+from acp_conformance.errors import AcpError, ConformanceFailure, PeerError, PeerTimeout
+from acp_conformance.fuzz._budget import (
+    ENV_DATABASE,
+    ENV_EXAMPLES,
+    ENV_REPLAY,
+    ENV_SECONDS,
+    ENV_SEED,
+    FuzzBudget,
+    hypothesis_settings,
+    replay_blobs,
+    shrink_time_limit,
+    with_replay,
+)
+from acp_conformance.fuzz._expect import Expect, Frame, Problem
+from acp_conformance.fuzz._findings import Finding, FuzzFinding, Recorder, finding_type, record_findings
 from acp_conformance.peer import Peer
 from acp_conformance.results import Status, breach_status
 from acp_conformance.transcript import Transcript
@@ -89,12 +85,6 @@ __all__ = [
 ]
 
 
-class Recorder(Protocol):
-    """What a campaign needs of the harness under test (``AgentHarness`` and ``ClientHarness`` both are)."""
-
-    def record(self, clause: str, status: Status, message: str = "", evidence: str = "") -> None: ...
-
-
 class _Conn(Protocol):
     """A live connection of either harness: its peer (our side) and its transcript."""
 
@@ -103,12 +93,6 @@ class _Conn(Protocol):
 
     transcript: Transcript
 
-
-ENV_EXAMPLES = "ACP_FUZZ_EXAMPLES"
-ENV_SECONDS = "ACP_FUZZ_SECONDS"
-ENV_SEED = "ACP_FUZZ_SEED"
-ENV_REPLAY = "ACP_FUZZ_REPLAY"
-ENV_DATABASE = "ACP_FUZZ_DATABASE"
 
 C_ANSWERED = "jsonrpc.every-request-answered"
 #: Where a finding provoked by input the spec forbids us to send lands (a robustness SHOULD).
@@ -133,137 +117,6 @@ LIVE_MODE = "acp-fuzz-live-mode"
 ID_ECHO_CLAUSES = frozenset(
     {"jsonrpc.response-id-echo", "jsonrpc.id-types", "jsonrpc.id-not-null", "jsonrpc.no-duplicate-response"}
 )
-
-
-# ------------------------------------------------------------------- budget
-@dataclass(frozen=True)
-class FuzzBudget:
-    """How much to fuzz, and from which seed (see the module docstring)."""
-
-    examples: int = 25
-    seconds: float = 20.0
-    seed: int = 0
-    replay: str | None = None
-    database: str | None = None
-
-    @classmethod
-    def from_env(cls, environ: Any = None) -> FuzzBudget:
-        env = os.environ if environ is None else environ
-        examples = _int(env, ENV_EXAMPLES, cls.examples, minimum=1)
-        seconds = _float(env, ENV_SECONDS, cls.seconds)
-        raw_seed = env.get(ENV_SEED, "").strip()
-        if raw_seed.lower() == "random":
-            seed = secrets.randbits(32)
-        else:
-            seed = _int(env, ENV_SEED, cls.seed, minimum=0)
-        return cls(examples, seconds, seed, env.get(ENV_REPLAY) or None, env.get(ENV_DATABASE) or None)
-
-    @property
-    def shrink_seconds(self) -> float:
-        """Time allowed for shrinking one failure (a third of the generation budget, at least 2 s)."""
-        return max(2.0, self.seconds / 3)
-
-    def describe(self) -> str:
-        return f"seed {self.seed}, up to {self.examples} examples in {self.seconds:g} s"
-
-    def replay_hint(self, blob: str | None, clause: str, key: str = "", role: str = "agent") -> str:
-        line = f"{ENV_SEED}={self.seed}"
-        if blob:
-            line += f" {ENV_REPLAY}={blob}"
-        hint = f"replay: {line} pytest --acp-{role}=... --acp-clause={clause}"
-        if self.database:
-            hint += f"; saved in the example database {self.database}" + (f" under key {key!r}" if key else "")
-        return hint
-
-    def database_obj(self) -> ExampleDatabase | None:
-        return DirectoryBasedExampleDatabase(self.database) if self.database else None
-
-
-def _int(env: Any, name: str, default: int, *, minimum: int) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise ConfigurationError(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
-def _float(env: Any, name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ConfigurationError(f"{name} must be a number of seconds, got {raw!r}") from None
-    if not value > 0:
-        raise ConfigurationError(f"{name} must be positive, got {raw!r}")
-    return value
-
-
-@contextmanager
-def shrink_time_limit(seconds: float) -> Iterator[None]:
-    """Bound the time Hypothesis spends shrinking a failure (against a live peer each try is costly).
-
-    Hypothesis stops shrinking after ``MAX_SHRINKING_SECONDS`` (300 s) and
-    reports the smallest failure found so far; this lowers that limit for
-    the duration of one campaign.
-    """
-    from hypothesis.internal.conjecture import engine
-
-    old = getattr(engine, "MAX_SHRINKING_SECONDS", None)
-    if old is None:  # pragma: no cover - a Hypothesis without the knob: shrink as it likes
-        yield
-        return
-    engine.MAX_SHRINKING_SECONDS = max(1, int(seconds))
-    try:
-        yield
-    finally:
-        engine.MAX_SHRINKING_SECONDS = old
-
-
-def hypothesis_settings(budget: FuzzBudget, **overrides: Any) -> settings:
-    """Settings for a campaign against a live peer: no deadline, the blob printed, the budget's database."""
-    options: dict[str, Any] = {
-        "max_examples": budget.examples,
-        "deadline": None,
-        "database": budget.database_obj(),
-        "derandomize": False,
-        "print_blob": True,
-        "report_multiple_bugs": True,
-        "suppress_health_check": list(HealthCheck),
-        "phases": (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
-    }
-    options.update(overrides)
-    return settings(**options)
-
-
-def replay_blobs(exc: BaseException) -> Iterator[tuple[BaseException, str | None]]:
-    """Each failure Hypothesis raised, with its ``reproduce_failure`` blob."""
-    if isinstance(exc, BaseExceptionGroup):
-        for sub in exc.exceptions:
-            yield from replay_blobs(sub)
-        return
-    blob = None
-    for note in getattr(exc, "__notes__", ()):
-        m = re.search(r"@reproduce_failure\([^,]+, (b'[^']*'|b\"[^\"]*\")\)", note)
-        if m:
-            blob = m.group(1)[2:-1]
-    yield exc, blob
-
-
-def with_replay(test: Any, budget: FuzzBudget) -> Any:
-    """Apply ``ACP_FUZZ_REPLAY`` (a blob, as the report prints it) to a ``@given`` test."""
-    if not budget.replay:
-        return test
-    blob = budget.replay.strip()
-    if blob.startswith(("b'", 'b"')):
-        blob = blob[2:-1]
-    return reproduce_failure(hypothesis.__version__, blob.encode())(test)
 
 
 # ------------------------------------------------------------- connections
@@ -292,94 +145,6 @@ def live_connection(
             stream_failures.append(failure)
 
 
-# ---------------------------------------------------------------- findings
-@dataclass
-class Finding:
-    """A clause broken by one (shrunk) example."""
-
-    clause: str
-    message: str
-    example: str
-    blob: str | None = None
-    evidence: str = ""
-    #: False: seen once, but Hypothesis's replay of the example went otherwise (a timing-dependent
-    #: outcome). Such a finding is INCONCLUSIVE, never a FAIL or WARN: a verdict must recur.
-    recurred: bool = True
-
-
-class FuzzFinding(AssertionError):
-    """Raised inside a Hypothesis example; one subclass per clause keeps distinct bugs apart."""
-
-    clause = ""
-
-    def __init__(self, message: str, example: str, evidence: str) -> None:
-        super().__init__(f"[{self.clause}] {message}: {example}")
-        self.message = message
-        self.example = example
-        self.evidence = evidence
-
-
-_FINDING_TYPES: dict[str, type[FuzzFinding]] = {}
-
-
-def finding_type(clause: str) -> type[FuzzFinding]:
-    t = _FINDING_TYPES.get(clause)
-    if t is None:
-        name = "Fuzz_" + re.sub(r"\W", "_", clause)
-        t = _FINDING_TYPES[clause] = type(name, (FuzzFinding,), {"clause": clause})
-    return t
-
-
-def record_findings(
-    harness: Recorder,
-    budget: FuzzBudget,
-    what: str,
-    clauses: Sequence[str],
-    exercised: Counter[str],
-    findings: list[Finding],
-    ran: int,
-    skipped: int,
-    key: str = "",
-    role: str = "agent",
-) -> None:
-    """Turn a campaign into clause results; raise ``ConformanceFailure`` for a MUST broken.
-
-    ``role`` is the role of the peer under test (it names the pytest option in the replay line)."""
-    reg = registry()
-    seen: dict[str, Finding] = {}
-    for f in findings:
-        seen.setdefault(f.clause, f)
-    tail = f" ({budget.describe()}; {ran} run" + (f", {skipped} not run: budget spent" if skipped else "") + ")"
-    first_must: Finding | None = None
-    for clause, f in seen.items():
-        msg = f"{f.message}; {what}: {f.example}; {budget.replay_hint(f.blob, clause, key, role)}{tail}"
-        if not f.recurred:
-            harness.record(
-                clause,
-                Status.INCONCLUSIVE,
-                f"seen once but did not recur on replay, so not a verdict (timing-dependent): {msg}",
-                f.evidence,
-            )
-            continue
-        status = breach_status(reg.get(clause))
-        harness.record(clause, status, msg, f.evidence)
-        if status is Status.FAIL and first_must is None:
-            first_must = f
-        elif status is Status.WARN:
-            warnings.warn(AcpSpecWarning(f"[{clause}] {msg}"), stacklevel=2)
-    for clause in clauses:
-        if clause in seen:
-            continue
-        if exercised[clause]:
-            harness.record(clause, Status.PASS, f"{exercised[clause]} judgement(s) over {ran} {what}(s){tail}")
-        else:
-            harness.record(clause, Status.INCONCLUSIVE, f"no {what} exercised it{tail}")
-    if first_must is not None:
-        raise ConformanceFailure(
-            first_must.clause, f"no finding in {what}s", f"{first_must.message}: {first_must.example}"
-        )
-
-
 # -------------------------------------------------------------- the fuzzer
 @dataclass
 class Live:
@@ -396,7 +161,7 @@ class Live:
     probe: tuple[str, Any, bool] = ("", None, False)
 
 
-Judge = Callable[[acp.Frame, Live], acp.Expect]
+Judge = Callable[[Frame, Live], Expect]
 
 
 class FrameFuzzer(ABC):
@@ -419,7 +184,7 @@ class FrameFuzzer(ABC):
         self.exercised: Counter[str] = Counter()
         self.ran = 0
         self.skipped = 0
-        self._memo: dict[tuple[bytes, tuple[bytes, ...]], tuple[list[acp.Problem], str]] = {}
+        self._memo: dict[tuple[bytes, tuple[bytes, ...]], tuple[list[Problem], str]] = {}
         self._live: Live | None = None
         self._cm: Any = None
         self._dirty = False
@@ -437,16 +202,16 @@ class FrameFuzzer(ABC):
     async def _prepare(self, conn: Any) -> Live:
         """Set the connection up for fuzzing (a live session...) and say what the placeholders become."""
 
-    def _applicable(self, frame: acp.Frame, live: Live) -> bool:
+    def _applicable(self, frame: Frame, live: Live) -> bool:
         """False: this frame cannot be judged on this connection (it is not run, nor counted)."""
         return True
 
-    def _gated(self, frame: acp.Frame, live: Live) -> str | None:
+    def _gated(self, frame: Frame, live: Live) -> str | None:
         """Why a conforming sender may not send this frame on this connection although it is
         schema-valid (a capability the peer did not advertise), or None."""
         return None
 
-    def forbidden(self, frame: acp.Frame, live: Live) -> str | None:
+    def forbidden(self, frame: Frame, live: Live) -> str | None:
         """Why the spec forbids us to send this frame here, or None.  Findings it provokes are
         robustness findings (``jsonrpc.survives-invalid-input``), never a MUST FAIL: transports.mdx
         forbids writing anything that is not a valid ACP message, and RFC 8259 § 9 lets a receiver
@@ -457,7 +222,7 @@ class FrameFuzzer(ABC):
             return f"beyond the limits RFC 8259 § 9 lets an implementation set ({frame.mutation})"
         return self._gated(frame, live)
 
-    def _attribute(self, frame: acp.Frame, live: Live, problems: list[acp.Problem]) -> list[acp.Problem]:
+    def _attribute(self, frame: Frame, live: Live, problems: list[Problem]) -> list[Problem]:
         """Findings of a frame we were not allowed to send move to the robustness clause."""
         why = self.forbidden(frame, live)
         if why is None:
@@ -466,7 +231,7 @@ class FrameFuzzer(ABC):
         out = []
         for p in problems:
             if breach_status(reg.get(p.clause)) is Status.FAIL:
-                p = acp.Problem(
+                p = Problem(
                     C_SURVIVES,
                     f"{p.message}, after a frame {why}: a robustness finding (for valid input it would be {p.clause})",
                 )
@@ -500,7 +265,7 @@ class FrameFuzzer(ABC):
             connections[-1].transcript.note(text)
 
     # -------------------------------------------------------------- examples
-    def run(self, frame: acp.Frame, judge: Judge | None = None) -> None:
+    def run(self, frame: Frame, judge: Judge | None = None) -> None:
         """Run one example; raise a ``FuzzFinding`` for the first problem."""
         key = (frame.data, frame.chunks)
         memo = self._memo.get(key)
@@ -552,7 +317,7 @@ class FrameFuzzer(ABC):
             p = problems[0]
             raise finding_type(p.clause)(p.message, frame.describe(), evidence)
 
-    def _writes(self, frame: acp.Frame, live: Live) -> list[bytes]:
+    def _writes(self, frame: Frame, live: Live) -> list[bytes]:
         data = frame.data
         for placeholder, value in live.values.items():
             data = data.replace(placeholder, value)
@@ -566,7 +331,7 @@ class FrameFuzzer(ABC):
         out.append(data[pos:])
         return [w for w in out if w]
 
-    async def _exchange(self, live: Live, frame: acp.Frame, expect: acp.Expect) -> list[acp.Problem]:
+    async def _exchange(self, live: Live, frame: Frame, expect: Expect) -> list[Problem]:
         peer = live.conn.peer
         mark = len(peer.events)
         rid = frame.id
@@ -591,7 +356,7 @@ class FrameFuzzer(ABC):
             # peer that decodes leniently answers under it: not an answer to nothing either.
             for guess in _ids_in(frame.data):
                 peer.conn.allow_unpaired(guess)
-        problems: list[acp.Problem] = []
+        problems: list[Problem] = []
         probe_ids: list[Any] = []
         method, params, validate = live.probe
         try:
@@ -635,7 +400,7 @@ class FrameFuzzer(ABC):
             why = self.forbidden(frame, live)
             if why is not None:
                 _reattribute(live, frame, window, why)
-            return [*problems, acp.Problem(C_ANSWERED, f"the {self.role} {what} after the frame ({exc.message})")]
+            return [*problems, Problem(C_ANSWERED, f"the {self.role} {what} after the frame ({exc.message})")]
         finally:
             if tracked:
                 peer.conn.forget_outgoing(rid)
@@ -657,7 +422,7 @@ class FrameFuzzer(ABC):
         return problems
 
 
-def _reattribute(live: Live, frame: acp.Frame, window: list[Any], why: str) -> None:
+def _reattribute(live: Live, frame: Frame, window: list[Any], why: str) -> None:
     """The peer's answers to a frame we were not allowed to send broke a MUST on the wire (an
     error without an id for a line that is not JSON, say): on the transcript that becomes a
     robustness finding too, so the stream-level judge does not FAIL what the example excuses."""
@@ -691,7 +456,7 @@ def _replace_violation(transcript: Any, old: Violation, new: Violation) -> int:
     return n
 
 
-def _excuse(live: Live, frame: acp.Frame, window: list[Any], responses: list[Response]) -> None:
+def _excuse(live: Live, frame: Frame, window: list[Any], responses: list[Response]) -> None:
     """Drop core violations that only say the peer echoed an id we malformed on purpose."""
     if not frame.has_id:
         return
@@ -739,7 +504,7 @@ def run_campaign(
     harness: Any,
     name: str,
     clauses: Sequence[str],
-    strategy: SearchStrategy[acp.Frame],
+    strategy: SearchStrategy[Frame],
     make_fuzzer: Callable[[BlockingPortal, FuzzBudget], FrameFuzzer],
     judge: Judge | None = None,
 ) -> None:
@@ -755,7 +520,7 @@ def run_campaign(
             @hypothesis_settings(budget)
             @hypothesis_seed(budget.seed)
             @given(strategy)
-            def fuzz(frame: acp.Frame) -> None:
+            def fuzz(frame: Frame) -> None:
                 fuzzer.run(frame, judge)
 
             fuzz._hypothesis_internal_database_key = database_key(name)  # type: ignore[attr-defined]

@@ -1,0 +1,174 @@
+"""How much a campaign against a live peer fuzzes, from which seed, and how a failure is replayed.
+
+Budget and replay (the plugin options ``--acp-fuzz-examples``,
+``--acp-fuzz-seconds`` and ``--acp-fuzz-seed`` set the first three variables;
+the plugin resolves ``random`` once, before xdist workers start):
+
+* ``ACP_FUZZ_EXAMPLES`` examples per campaign (default 25);
+* ``ACP_FUZZ_SECONDS`` wall-clock budget for generating examples, per
+  campaign (default 20); once spent, frames not yet tried count as not
+  run; shrinking a failure gets a third of it more (at least 2 s);
+* ``ACP_FUZZ_SEED`` an integer (default 0: every run fuzzes the same
+  frames, so results are reproducible and equal under xdist), or ``random``;
+* ``ACP_FUZZ_REPLAY`` the ``reproduce_failure`` blob a report names, to
+  replay exactly that failing example;
+* ``ACP_FUZZ_DATABASE`` a directory for Hypothesis's example database
+  (default: none, nothing is written).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import hypothesis
+from hypothesis import HealthCheck, Phase, reproduce_failure, settings
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+
+from acp_conformance.errors import ConfigurationError
+
+ENV_EXAMPLES = "ACP_FUZZ_EXAMPLES"
+ENV_SECONDS = "ACP_FUZZ_SECONDS"
+ENV_SEED = "ACP_FUZZ_SEED"
+ENV_REPLAY = "ACP_FUZZ_REPLAY"
+ENV_DATABASE = "ACP_FUZZ_DATABASE"
+
+
+@dataclass(frozen=True)
+class FuzzBudget:
+    """How much to fuzz, and from which seed (see the module docstring)."""
+
+    examples: int = 25
+    seconds: float = 20.0
+    seed: int = 0
+    replay: str | None = None
+    database: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Any = None) -> FuzzBudget:
+        env = os.environ if environ is None else environ
+        examples = _int(env, ENV_EXAMPLES, cls.examples, minimum=1)
+        seconds = _float(env, ENV_SECONDS, cls.seconds)
+        raw_seed = env.get(ENV_SEED, "").strip()
+        if raw_seed.lower() == "random":
+            seed = secrets.randbits(32)
+        else:
+            try:
+                seed = _int(env, ENV_SEED, cls.seed, minimum=0)
+            except ConfigurationError:
+                raise ConfigurationError(
+                    f"{ENV_SEED} must be a non-negative integer or 'random', got {raw_seed!r}"
+                ) from None
+        return cls(examples, seconds, seed, env.get(ENV_REPLAY) or None, env.get(ENV_DATABASE) or None)
+
+    @property
+    def shrink_seconds(self) -> float:
+        """Time allowed for shrinking one failure (a third of the generation budget, at least 2 s)."""
+        return max(2.0, self.seconds / 3)
+
+    def describe(self) -> str:
+        return f"seed {self.seed}, up to {self.examples} examples in {self.seconds:g} s"
+
+    def replay_hint(self, blob: str | None, clause: str, key: str = "", role: str = "agent") -> str:
+        line = f"{ENV_SEED}={self.seed}"
+        if blob:
+            line += f" {ENV_REPLAY}={blob}"
+        hint = f"replay: {line} pytest --acp-{role}=... --acp-clause={clause}"
+        if self.database:
+            hint += f"; saved in the example database {self.database}" + (f" under key {key!r}" if key else "")
+        return hint
+
+    def database_obj(self) -> ExampleDatabase | None:
+        return DirectoryBasedExampleDatabase(self.database) if self.database else None
+
+
+def _int(env: Any, name: str, default: int, *, minimum: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigurationError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _float(env: Any, name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if not value > 0:
+        raise ConfigurationError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+@contextmanager
+def shrink_time_limit(seconds: float) -> Iterator[None]:
+    """Bound the time Hypothesis spends shrinking a failure (against a live peer each try is costly).
+
+    Hypothesis stops shrinking after ``MAX_SHRINKING_SECONDS`` (300 s) and
+    reports the smallest failure found so far; this lowers that limit for
+    the duration of one campaign.
+    """
+    from hypothesis.internal.conjecture import engine
+
+    old = getattr(engine, "MAX_SHRINKING_SECONDS", None)
+    if old is None:  # pragma: no cover - a Hypothesis without the knob: shrink as it likes
+        yield
+        return
+    engine.MAX_SHRINKING_SECONDS = max(1, int(seconds))
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = old
+
+
+def hypothesis_settings(budget: FuzzBudget, **overrides: Any) -> settings:
+    """Settings for a campaign against a live peer: no deadline, the blob printed, the budget's database."""
+    options: dict[str, Any] = {
+        "max_examples": budget.examples,
+        "deadline": None,
+        "database": budget.database_obj(),
+        "derandomize": False,
+        "print_blob": True,
+        "report_multiple_bugs": True,
+        "suppress_health_check": list(HealthCheck),
+        "phases": (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+    }
+    options.update(overrides)
+    return settings(**options)
+
+
+def replay_blobs(exc: BaseException) -> Iterator[tuple[BaseException, str | None]]:
+    """Each failure Hypothesis raised, with its ``reproduce_failure`` blob."""
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            yield from replay_blobs(sub)
+        return
+    blob = None
+    for note in getattr(exc, "__notes__", ()):
+        m = re.search(r"@reproduce_failure\([^,]+, (b'[^']*'|b\"[^\"]*\")\)", note)
+        if m:
+            blob = m.group(1)[2:-1]
+    yield exc, blob
+
+
+def with_replay(test: Any, budget: FuzzBudget) -> Any:
+    """Apply ``ACP_FUZZ_REPLAY`` (a blob, as the report prints it) to a ``@given`` test."""
+    if not budget.replay:
+        return test
+    blob = budget.replay.strip()
+    if blob.startswith(("b'", 'b"')):
+        blob = blob[2:-1]
+    return reproduce_failure(hypothesis.__version__, blob.encode())(test)

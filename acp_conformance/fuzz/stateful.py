@@ -1,0 +1,568 @@
+"""The stateful session machine: random session lifecycles of a live agent, checked step by step.
+
+``AgentSessions`` is a Hypothesis ``RuleBasedStateMachine`` that drives a live
+agent through ``session/new``, ``session/load``, ``session/prompt`` (an
+ordinary turn, a long one that only ends when cancelled, a tool turn that asks
+permission), permission answers, ``session/cancel``, ``session/set_mode`` and
+``session/close``, in any order, several sessions at once.  After every step
+it checks the session invariants:
+
+* one response per request (``jsonrpc.no-duplicate-response``), and every
+  request answered in the end (``jsonrpc.every-request-answered``);
+* no turn output for a turn that has already ended
+  (``prompt.updates.before-response``);
+* every ``tool_call_update`` names a tool call the session introduced
+  (``tool.update.known-id``);
+* a turn that cannot end by itself because the suite holds it (a permission
+  request of the agent we have not answered, or a slow reply of the scripted
+  model endpoint) ends with stopReason ``cancelled`` once cancelled
+  (``perm.agent-cancel-race`` when the permission was pending, else
+  ``cancel.stop-reason``); a turn nothing held is not judged on its stop
+  reason (it may have ended before the cancel reached the agent).  The
+  client's pending permission requests are answered ``cancelled`` by the
+  suite's client, as the protocol requires.
+
+Hypothesis builds a machine without arguments, so the test binds the harness,
+portal and budget (a ``StatefulContext``) to a subclass: ``machine_for(ctx)``.
+Each example runs on a fresh agent process.  ``write_scenario`` turns the
+transcript of a failing replay into a scenario file
+(``acp_conformance.scenario`` format; a JSONL transcript beside it).  The
+pytest test is ``suite/agent/test_stateful.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from anyio.from_thread import BlockingPortal
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from acp_conformance.core.events import Event, Notification, Request, Response, Violation
+from acp_conformance.core.ids import same_id
+from acp_conformance.errors import AcpError, ConformanceFailure, PeerError
+from acp_conformance.fuzz._budget import FuzzBudget
+from acp_conformance.fuzz._findings import Finding, finding_type
+from acp_conformance.fuzz.campaign import live_connection
+from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.peer import Peer
+
+__all__ = [
+    "CLAUSES",
+    "STEPS",
+    "AgentSessions",
+    "StatefulContext",
+    "machine_for",
+    "write_scenario",
+]
+
+C_ANSWERED = "jsonrpc.every-request-answered"
+C_DUPLICATE = "jsonrpc.no-duplicate-response"
+C_LATE = "prompt.updates.before-response"
+C_KNOWN_ID = "tool.update.known-id"
+C_CANCELLED = "cancel.stop-reason"
+C_RACE = "perm.agent-cancel-race"
+CLAUSES = (C_ANSWERED, C_DUPLICATE, C_LATE, C_KNOWN_ID, C_CANCELLED, C_RACE)
+#: Other clauses a step may find broken on the way (bound to their own tests).
+C_CLOSE = "session.close.cancels-work"
+C_NO_ERROR = "cancel.no-error"
+C_CANCEL_LATE = "cancel.updates-before-response"
+
+STEPS = 15
+TURN_OUTPUT = {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
+PERMISSION_KINDS = ("allow_once", "allow_always", "reject_once", "reject_always")
+#: A request no agent implements: the round trip that flushes what the agent wrote before it.
+PROBE = "session/acp_conformance_fuzz_probe"
+
+
+@dataclass
+class _Turn:
+    sid: str
+    rid: Any
+    kind: str  # plain | long | tool
+    start: int  # position in peer.events when the prompt went out
+    done_at: int | None = None  # position of its response
+    response: Response | None = None
+    cancelled: bool = False
+
+
+@dataclass
+class StatefulContext:
+    """What the machine needs from the test, and what the runs leave behind."""
+
+    acp: AgentHarness
+    portal: BlockingPortal
+    budget: FuzzBudget
+    deadline: float = 0.0
+    failed: bool = False
+    runs: int = 0
+    skipped: int = 0
+    exercised: Counter[str] = field(default_factory=Counter)
+    stream_failures: list[ConformanceFailure] = field(default_factory=list)
+    #: clause -> (transcript of the last failing run, its steps); the last one is Hypothesis's final replay.
+    failing: dict[str, tuple[Any, list[str], str, str]] = field(default_factory=dict)
+
+
+class AgentSessions(RuleBasedStateMachine):
+    """One agent process, several sessions, random steps; invariants after each.
+
+    Unbound: ``machine_for(ctx)`` gives the subclass Hypothesis runs, with ``ctx`` set.
+    """
+
+    #: What the machine needs from the test, and what the runs leave behind (set by ``machine_for``).
+    ctx: ClassVar[StatefulContext]
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.steps: list[str] = []
+        self.idle = not self.ctx.failed and time.monotonic() > self.ctx.deadline
+        self.cm: Any = None
+        self.conn: Connection | None = None
+        self.turns: dict[str, _Turn] = {}
+        self.ended: dict[str, int] = {}  # sid -> position of its last turn's response
+        self.ended_cancelled: dict[str, bool] = {}
+        self.tool_ids: dict[str, set[str]] = {}
+        self.replays: list[tuple[str, int, int]] = []  # (sid, from, to): session/load replay windows
+        self.closed: set[str] = set()
+        self.scan = 0
+        self.modes: dict[str, list[str]] = {}
+        self.sessions: list[str] = []
+        self.raised = False
+        if self.idle:
+            self.ctx.skipped += 1
+            return
+        self.ctx.runs += 1
+        self.cm = live_connection(self.ctx.portal, self.ctx.acp, self.ctx.stream_failures, permission="hold")
+        self.conn = self.cm.__enter__()
+
+    # ------------------------------------------------------------ helpers
+    @property
+    def peer(self) -> Peer:
+        assert self.conn is not None
+        return self.conn.peer
+
+    def call(self, fn: Any, *args: Any) -> Any:
+        return self.ctx.portal.call(fn, *args)
+
+    def fail(self, clause: str, message: str) -> None:
+        self.ctx.failed = True
+        self.raised = True
+        assert self.conn is not None
+        evidence = self.ctx.acp.evidence(self.conn)
+        self.ctx.failing[clause] = (self.conn.transcript, list(self.steps), message, evidence)
+        steps = "; ".join(self.steps) or "(no steps)"
+        raise finding_type(clause)(message, f"steps: {steps}", evidence)
+
+    def wait(self, rid: Any, what: str) -> Response | None:
+        try:
+            resp: Response = self.call(self._wait, rid, what)
+            return resp
+        except PeerError as exc:
+            self.fail(C_ANSWERED, f"{what} was not answered ({exc.message})")
+            return None
+
+    async def _wait(self, rid: Any, what: str) -> Response:
+        return await self.peer.wait_response(rid, method=what, timeout=self.ctx.acp.config.timeout)
+
+    def request(self, method: str, params: dict[str, Any]) -> Response | None:
+        rid = self.call(self._send, method, params)
+        return self.wait(rid, method)
+
+    async def _send(self, method: str, params: dict[str, Any]) -> Any:
+        return await self.peer.send_request(method, params, validate=False)
+
+    def pending_permission(self, sid: str) -> Any:
+        assert self.conn is not None
+        for call in self.conn.client.permission_calls:
+            if call.session_id == sid and call.outcome is None:
+                return call
+        return None
+
+    def held(self, turn: _Turn) -> str | None:
+        """What the suite holds that keeps the unanswered turn from ending by itself, or None
+        (``ClientEndpoint.holding``: a pending permission request, a slow model stream)."""
+        assert self.conn is not None
+        if turn.done_at is not None or not self.peer.conn.is_outstanding(turn.rid):
+            return None
+        return self.conn.client.holding(turn.sid)
+
+    # -------------------------------------------------------------- rules
+    # Every rule picks what it acts on by index (modulo what exists), so every step does something.
+    @initialize()
+    def start(self) -> None:
+        self._new_session()
+
+    @rule(
+        op=st.sampled_from(["new", "set_mode", "load", "cancel_idle"]),
+        pick=st.integers(0, 7),
+        arg=st.integers(0, 7),
+    )
+    def session_op(self, op: str, pick: int, arg: int) -> None:
+        """A new session, a mode change, a load, or a cancel with nothing running."""
+        if self.idle:
+            return
+        if op == "new":
+            self._new_session()
+        elif op == "set_mode":
+            self._set_mode(pick, arg)
+        elif op == "load":
+            self._load(pick)
+        else:
+            sid = self._idle_session(pick)
+            if sid is not None:
+                self._cancel(sid)
+
+    def _new_session(self) -> str | None:
+        if self.idle or self.conn is None:
+            return None
+        resp = self.request("session/new", {"cwd": str(self.conn.sandbox.root), "mcpServers": []})
+        result = resp.result if resp is not None and not resp.is_error else None
+        sid = result.get("sessionId") if isinstance(result, dict) else None
+        if not isinstance(sid, str):
+            self.steps.append("new_session() -> refused")
+            return None
+        modes = result.get("modes") if isinstance(result, dict) else None
+        if isinstance(modes, dict):
+            ids = [m.get("id") for m in modes.get("availableModes", []) if isinstance(m, dict)]
+            self.modes[sid] = [i for i in ids if isinstance(i, str)]
+        self.sessions.append(sid)
+        self.steps.append(f"new_session() -> {sid!r}")
+        return sid
+
+    def _idle_session(self, pick: int) -> str | None:
+        idle = [s for s in self.sessions if s not in self.closed and s not in self.turns]
+        return idle[pick % len(idle)] if idle else self._new_session()
+
+    @rule(kind=st.sampled_from(["plain", "long", "tool", "tool"]), pick=st.integers(0, 7))
+    def prompt(self, kind: str, pick: int) -> None:
+        sid = None if self.idle else self._idle_session(pick)
+        if sid is None:
+            return
+        text = {
+            "plain": self.ctx.acp.config.prompt,
+            "long": self.ctx.acp.config.long_prompt,
+            "tool": self.ctx.acp.config.tool_prompt,
+        }[kind]
+        start = len(self.peer.events)
+        params = {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}
+        rid = self.call(self._send, "session/prompt", params)
+        turn = self.turns[sid] = _Turn(sid, rid, kind, start)
+        self.ended.pop(sid, None)
+        self.steps.append(f"prompt({sid!r}, {kind})")
+        if kind == "tool":
+            self._advance(turn)  # until it asks permission (or ends): the state later steps act on
+
+    @rule(
+        action=st.sampled_from(
+            ["wait", "allow_once", "allow_always", "reject_once", "reject_always", "cancelled", "cancel", "close"]
+        ),
+        pick=st.integers(0, 7),
+    )
+    def act_on_turn(self, action: str, pick: int) -> None:
+        """Answer the permission a turn waits for, let it run, cancel it, or close its session."""
+        running = [t for t in self.turns.values() if t.done_at is None]
+        if self.idle or not running:
+            return
+        turn = running[pick % len(running)]
+        call = self.pending_permission(turn.sid)
+        if action == "close" and self.can("sessionCapabilities.close"):
+            self._close(turn.sid)
+        elif action in ("cancel", "close") or (turn.kind == "long" and call is None):
+            self._cancel(turn.sid)
+        elif call is not None and action != "wait":
+            self._answer(turn, call, action)
+        elif call is None:
+            self.steps.append(f"run_turn({turn.sid!r})")
+            self._advance(turn)
+
+    def _set_mode(self, pick: int, mode: int) -> None:
+        live = [s for s in self.sessions if s not in self.closed and self.modes.get(s)]
+        if not live:
+            return
+        sid = live[pick % len(live)]
+        mode_id = self.modes[sid][mode % len(self.modes[sid])]
+        self.steps.append(f"set_mode({sid!r}, {mode_id!r})")
+        self.request("session/set_mode", {"sessionId": sid, "modeId": mode_id})
+
+    def _load(self, pick: int) -> None:
+        if self.conn is None or not self.can("loadSession"):
+            return
+        sid = self._idle_session(pick)
+        if sid is None:
+            return
+        self.steps.append(f"load({sid!r})")
+        start = len(self.peer.events)
+        self.request("session/load", {"sessionId": sid, "cwd": str(self.conn.sandbox.root), "mcpServers": []})
+        self.replays.append((sid, start, len(self.peer.events)))
+
+    # ------------------------------------------------------------- actions
+    def can(self, capability: str) -> bool:
+        return self.conn is not None and self.conn.client.agent_supports(capability)
+
+    def _advance(self, turn: _Turn) -> None:
+        try:
+            self.call(self._until_answer_or_permission, turn)
+        except PeerError as exc:
+            what = f"the {turn.kind} turn of {turn.sid!r}"
+            self.fail(C_ANSWERED, f"{what} neither ended nor asked anything ({exc.message})")
+
+    async def _until_answer_or_permission(self, turn: _Turn) -> None:
+        def done(ev: Event) -> bool:
+            if isinstance(ev, Response) and same_id(ev.id, turn.rid):
+                return True
+            return (
+                isinstance(ev, Request)
+                and ev.method == "session/request_permission"
+                and isinstance(ev.params, dict)
+                and ev.params.get("sessionId") == turn.sid
+            )
+
+        what = f"the end of the turn of {turn.sid!r}"
+        await self.peer.wait_for(done, timeout=self.ctx.acp.config.timeout, what=what, start=turn.start)
+
+    def _answer(self, turn: _Turn, call: Any, outcome: str) -> None:
+        if outcome == "cancelled":
+            answer: dict[str, Any] = {"outcome": "cancelled"}
+        else:
+            params = call.request.params if isinstance(call.request.params, dict) else {}
+            options = params.get("options", [])
+            chosen = [o.get("optionId") for o in options if isinstance(o, dict) and o.get("kind") == outcome]
+            answer = {"outcome": "selected", "optionId": chosen[0]} if chosen else {"outcome": "cancelled"}
+        assert self.conn is not None
+        turn.start = len(self.peer.events)  # before answering: the turn may end at once
+        self.call(self.conn.client.answer_permission, call, answer)
+        self.steps.append(f"answer_permission({turn.sid!r}, {outcome})")
+        self._advance(turn)
+
+    def _cancel(self, sid: str) -> None:
+        turn = self.turns.get(sid)
+        # No waiting for the turn to show output first: a cancel right behind its prompt must
+        # cancel it too (the mock agent once lost exactly that one).
+        held = self.held(turn) if turn is not None else None
+        clause = C_RACE if held is not None and self.pending_permission(sid) is not None else C_CANCELLED
+        if turn is not None:
+            turn.cancelled = True
+        assert self.conn is not None
+        sent_at = len(self.peer.events)
+        self.call(self.conn.client.cancel, sid)  # also answers its pending permissions "cancelled"
+        self.steps.append(f"cancel({sid!r})")
+        if turn is not None:
+            self._judge_cancelled(turn, held, clause, "a cancelled", sent_at)
+
+    def _close(self, sid: str) -> None:
+        turn = self.turns.get(sid)
+        if turn is not None and self.peer.conn.is_outstanding(turn.rid):
+            # A close right behind the prompt may legitimately refuse that prompt (the session is
+            # gone by the time it runs); judge the close of a turn seen running.
+            self.call(self._started, turn)
+        held = self.held(turn) if turn is not None else None
+        if turn is not None:
+            turn.cancelled = True
+        self.steps.append(f"close({sid!r})")
+        sent_at = len(self.peer.events)
+        self.request("session/close", {"sessionId": sid})
+        self.closed.add(sid)
+        if turn is not None:
+            self._judge_cancelled(turn, held, C_CLOSE, "session/close left a", sent_at)
+
+    async def _started(self, turn: _Turn) -> None:
+        """Wait (bounded) until the turn shows it runs: an update for its session, a request, or its answer."""
+
+        def begun(ev: Event) -> bool:
+            if isinstance(ev, Response):
+                return same_id(ev.id, turn.rid)
+            return (
+                isinstance(ev, Notification | Request)
+                and isinstance(ev.params, dict)
+                and (ev.params.get("sessionId") == turn.sid)
+            )
+
+        try:
+            await self.peer.wait_for(
+                begun, timeout=self.ctx.acp.config.timeout, what="the turn to start", start=turn.start
+            )
+        except PeerError:
+            pass  # judged by the wait for the answer that follows
+
+    def _judge_cancelled(self, turn: _Turn, held: str | None, clause: str, what: str, sent_at: int) -> None:
+        """Judge the stop reason of a turn the suite held open when the cancel (or close) went out.
+
+        ``held`` says what held it (None: nothing, and the turn is not judged: it may have
+        ended before the cancel reached the agent).  ``sent_at`` is the length of the event
+        list just before the cancel went out: a response already received by then precedes it.
+        """
+        resp = self.wait(turn.rid, "session/prompt")
+        if held is None or resp is None:
+            return
+        if any(e is resp for e in self.peer.events[:sent_at]):
+            return  # answered before the cancel was sent: no race to judge
+        self.ctx.exercised[clause] += 1
+        reason = resp.result.get("stopReason") if isinstance(resp.result, dict) else None
+        if resp.is_error and clause in (C_CANCELLED, C_RACE):
+            self.fail(C_NO_ERROR, f"a cancelled {turn.kind} turn ended with error {resp.error!r} ({held})")
+        if resp.is_error or reason != "cancelled":
+            got = f"error {resp.error!r}" if resp.is_error else f"stopReason {reason!r}"
+            self.fail(
+                clause,
+                f"{what} {turn.kind} turn of session {turn.sid!r} (prompt id {turn.rid!r}) ended with {got}, not "
+                f"stopReason 'cancelled', although it could not have ended by itself: {held}",
+            )
+
+    # --------------------------------------------------------- invariants
+    @invariant()
+    def sessions_are_consistent(self) -> None:
+        if self.idle or self.conn is None:
+            return
+        events = self.peer.events
+        for pos in range(self.scan, len(events)):
+            self.scan = pos + 1
+            self._check(pos, events[pos])
+
+    def _check(self, pos: int, ev: Event) -> None:
+        if isinstance(ev, Violation) and ev.clause_id == C_DUPLICATE:
+            self.fail(C_DUPLICATE, ev.message)
+        if isinstance(ev, Response):
+            for turn in self.turns.values():
+                if turn.done_at is None and same_id(ev.id, turn.rid):
+                    turn.done_at, turn.response = pos, ev
+                    self.ended[turn.sid] = pos
+                    self.ended_cancelled[turn.sid] = turn.cancelled
+                    del self.turns[turn.sid]
+                    self.ctx.exercised[C_LATE] += 1
+                    break
+            return
+        if not (isinstance(ev, Notification) and ev.method == "session/update" and isinstance(ev.params, dict)):
+            return
+        sid, update = ev.params.get("sessionId"), ev.params.get("update")
+        if not isinstance(sid, str) or not isinstance(update, dict):
+            return
+        kind = update.get("sessionUpdate")
+        if any(s == sid and a <= pos < b for s, a, b in self.replays):
+            return  # history replayed by session/load
+        if kind == "tool_call":
+            self.tool_ids.setdefault(sid, set()).add(str(update.get("toolCallId")))
+        elif kind == "tool_call_update":
+            self.ctx.exercised[C_KNOWN_ID] += 1
+            if str(update.get("toolCallId")) not in self.tool_ids.get(sid, set()):
+                self.fail(C_KNOWN_ID, f"tool_call_update for {update.get('toolCallId')!r}, never introduced in {sid!r}")
+        if kind in TURN_OUTPUT and sid in self.ended and sid not in self.turns:
+            if self.ended_cancelled.get(sid):
+                self.fail(C_CANCEL_LATE, f"{kind} for {sid!r} after its cancelled turn had been answered")
+            self.fail(C_LATE, f"{kind} for {sid!r} after its turn had ended")
+
+    def teardown(self) -> None:
+        if os.environ.get("ACP_FUZZ_DEBUG"):
+            print("RUN", self.idle, self.steps)
+        if self.cm is None:
+            return
+        try:
+            if not self.raised:  # after a failure, only clean up: one finding per run
+                self._settle()
+        finally:
+            cm, self.cm = self.cm, None
+            try:
+                cm.__exit__(None, None, None)
+            except AcpError:
+                pass
+
+    def _settle(self) -> None:
+        """Cancel what still runs, then every request of ours must have its one answer."""
+        assert self.conn is not None
+        for sid in list(self.turns):
+            self._cancel(sid)
+        self.call(self._flush)
+        self.sessions_are_consistent()
+        self.ctx.exercised[C_ANSWERED] += 1
+        self.ctx.exercised[C_DUPLICATE] += 1
+        pending = [(rid, m) for rid, m in self.peer.conn.pending_outgoing]
+        if pending:
+            self.fail(C_ANSWERED, f"requests never answered: {pending}")
+
+    async def _flush(self) -> None:
+        """One more round trip: a late duplicate or a stray update lands before we judge."""
+        try:
+            await self.peer.call("session/acp_conformance_stateful_flush", {}, validate=False)
+        except PeerError:
+            pass
+
+
+def machine_for(ctx: StatefulContext) -> type[AgentSessions]:
+    """The machine class bound to ``ctx`` (a fresh subclass per test run, named like its base)."""
+    bound = ctx
+
+    class Bound(AgentSessions):
+        ctx = bound
+
+    Bound.__name__ = Bound.__qualname__ = AgentSessions.__name__
+    return Bound
+
+
+def write_scenario(out: Path, finding: Finding, transcript: Any, steps: list[str], note: str) -> str:
+    """The failing replay as a scenario file (and its raw transcript); returns where."""
+    out.mkdir(parents=True, exist_ok=True)
+    clause = finding.clause
+    stem = f"stateful-{re.sub(r'[^A-Za-z0-9]+', '-', clause)}"
+    jsonl = out / f"{stem}.transcript.jsonl"
+    jsonl.write_bytes(transcript.to_jsonl())
+    header = (
+        f"Shrunk failure of {clause} found by stateful fuzzing: {finding.message}\nSteps: {'; '.join(steps)}\n{note}"
+    )
+    try:
+        from acp_conformance.scenario.convert import dump_scenario, transcript_to_scenario
+        from acp_conformance.scenario.loader import load_text
+    except ImportError:  # the scenario package is optional here: the transcript replays too
+        return str(jsonl)
+    data = transcript_to_scenario(
+        transcript, name=stem, play="client", sent_by="client", description=f"Shrunk failure of {clause}"
+    )
+    plain = copy.deepcopy(data)
+    data["steps"] = _expect_the_right_thing(list(data["steps"]), clause, finding.message)
+    path = out / f"{stem}.yaml"
+    text = dump_scenario(data, header=header)
+    try:
+        load_text(text, str(path))
+    except Exception:  # any rejection: keep the plain recording, which replays the steps
+        text = dump_scenario(plain, header=header)
+    path.write_text(text, "utf-8")
+    return f"{path} (transcript: {jsonl})"
+
+
+def _expect_the_right_thing(steps: list[dict[str, Any]], clause: str, message: str) -> list[dict[str, Any]]:
+    """Turn a recording into a regression test: expect what a conforming agent does where this one did not."""
+    sends = {s["send"]["as"]: s["send"] for s in steps if "send" in s and "as" in s["send"]}
+    answered = {s["expect"]["response"] for s in steps if "expect" in s and "response" in s["expect"]}
+    prompts = [alias for alias, send in sends.items() if send.get("request") == "session/prompt"]
+    if clause == C_ANSWERED:
+        steps += [{"expect": {"response": a, "clause": clause}} for a in sends if a not in answered]
+    elif clause in (C_CANCELLED, C_CLOSE):
+        # The last prompt is the one cancelled: it must end cancelled (its recorded answer did not).
+        target = prompts[-1] if prompts else None
+        for s in steps:
+            exp = s.get("expect", {})
+            if target and exp.get("response") == target:
+                exp.pop("error", None)
+                exp["result"] = {"stopReason": "cancelled"}
+                exp["clause"] = clause
+                target = None
+        if target:
+            steps.append({"expect": {"response": target, "result": {"stopReason": "cancelled"}, "clause": clause}})
+    elif clause in (C_LATE, C_CANCEL_LATE) and prompts:
+        sid = sends[prompts[-1]].get("params", {}).get("sessionId")
+        at = next(
+            (i for i, s in enumerate(steps) if s.get("expect", {}).get("response") == prompts[-1]), len(steps) - 1
+        )
+        nothing: dict[str, Any] = {"notification": "session/update", "within": "500ms", "after": prompts[-1]}
+        if sid:
+            nothing["params"] = {"sessionId": sid}
+        nothing["clause"] = clause
+        steps.insert(at + 1, {"expect_nothing": nothing})
+    else:
+        steps.append({"note": f"the recording above breaks {clause}: {message}"})
+    return steps
