@@ -56,8 +56,6 @@ if TYPE_CHECKING:  # jsonschema_rs stays off the mocks' start-up path until a fr
 __all__ = ["MAX_INFLIGHT", "NO_ANSWER", "OUTBOX_BUDGET", "DeadlineMemory", "HandlerError", "Peer", "RequestHandler"]
 
 
-C_ANSWERED = "jsonrpc.every-request-answered"
-
 #: Inbound requests handled at once (not counting handlers waiting on the peer); at this
 #: many the reader stops reading.  Far above what any legitimate peer has in flight.
 MAX_INFLIGHT = 256
@@ -516,7 +514,7 @@ class Peer:
                 if self.closed.is_set():
                     msg = f"the peer closed its output before answering {method} (id {rid!r})"
                     if flag:
-                        self.flag(C_ANSWERED, msg)
+                        self.flag("jsonrpc.every-request-answered", msg)
                     raise PeerExited(msg, None, self.stderr_tail())
                 awaited = self._awaited.get(key)
                 if awaited is None:
@@ -532,7 +530,7 @@ class Peer:
         """Our ``method`` request went unanswered for ``limit`` seconds: a ``jsonrpc.every-request-
         answered`` violation and, for a full deadline (not a test's short observation window),
         one miss in the run's ``DeadlineMemory``."""
-        self.flag(C_ANSWERED, message)
+        self.flag("jsonrpc.every-request-answered", message)
         if self.deadlines is not None and limit >= self.timeout:
             self.deadlines.missed(method, self.where or "an earlier test")
 

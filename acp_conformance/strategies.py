@@ -42,16 +42,6 @@ from __future__ import annotations
 
 from acp_conformance.fuzz._bytes import byte_damage, chunkings, every_split
 from acp_conformance.fuzz._expect import BASELINE as BASELINE
-from acp_conformance.fuzz._expect import C_ANSWERED as C_ANSWERED
-from acp_conformance.fuzz._expect import C_EXT_UNKNOWN as C_EXT_UNKNOWN
-from acp_conformance.fuzz._expect import C_ID_ECHO as C_ID_ECHO
-from acp_conformance.fuzz._expect import C_ID_TYPES as C_ID_TYPES
-from acp_conformance.fuzz._expect import C_INVALID_PARAMS as C_INVALID_PARAMS
-from acp_conformance.fuzz._expect import C_INVALID_REQUEST as C_INVALID_REQUEST
-from acp_conformance.fuzz._expect import C_META as C_META
-from acp_conformance.fuzz._expect import C_NOTIFICATION as C_NOTIFICATION
-from acp_conformance.fuzz._expect import C_PARSE as C_PARSE
-from acp_conformance.fuzz._expect import C_UNKNOWN_METHOD as C_UNKNOWN_METHOD
 from acp_conformance.fuzz._expect import INVALID_PARAMS as INVALID_PARAMS
 from acp_conformance.fuzz._expect import INVALID_REQUEST as INVALID_REQUEST
 from acp_conformance.fuzz._expect import METHOD_NOT_FOUND as METHOD_NOT_FOUND

@@ -33,12 +33,6 @@ from acp_conformance.errors import LocalProtocolError
 
 __all__ = ["AnsweringConnection", "Connection", "Role"]
 
-C_ID_ECHO = "jsonrpc.response-id-echo"
-C_NO_DUP = "jsonrpc.no-duplicate-response"
-C_REQUEST_SHAPE = "jsonrpc.request-shape"
-C_NOTIFICATION = "jsonrpc.notification-no-response"
-C_SURVIVES = "jsonrpc.survives-invalid-input"
-
 
 class Role(enum.Enum):
     """Which side of ACP an endpoint plays."""
@@ -110,7 +104,7 @@ class Connection:
             return out
         kind, problems = jsonrpc.classify(msg, data)
         if kind is None and isinstance(msg, dict) and "id" not in msg and ("result" in msg or "error" in msg):
-            problems = [self._idless(msg, v) if v.clause_id == C_ID_ECHO else v for v in problems]
+            problems = [self._idless(msg, v) if v.clause_id == "jsonrpc.response-id-echo" else v for v in problems]
         out.extend(self._hygiene(_at(v, index)) for v in problems)
         if kind == "request":
             out.extend(self._on_request(msg, data, index))
@@ -151,7 +145,7 @@ class Connection:
             # An error for a frame we malformed on purpose (which the spec forbids a peer to send):
             # JSON-RPC wants its id null, but how a receiver copes with such input is robustness.
             return Violation(
-                C_SURVIVES,
+                "jsonrpc.survives-invalid-input",
                 "an error without an id (JSON-RPC wants id null), after a malformed frame of ours",
                 v.severity,
                 v.raw,
@@ -161,7 +155,7 @@ class Connection:
             return v
         kind = "an error" if "error" in msg else "a result"
         return Violation(
-            C_NOTIFICATION,
+            "jsonrpc.notification-no-response",
             f"{kind} without an id answering a notification ({why}): notifications are never answered",
             v.severity,
             v.raw,
@@ -187,7 +181,7 @@ class Connection:
         if key in self._incoming:
             out.append(
                 Violation(
-                    C_REQUEST_SHAPE,
+                    "jsonrpc.request-shape",
                     f"request id {rid!r} reused while the earlier {self._incoming[key][1]} "
                     "with that id is still unanswered",
                     raw=data[:200],
@@ -226,7 +220,7 @@ class Connection:
             duplicate = True
             out.append(
                 Violation(
-                    C_NO_DUP,
+                    "jsonrpc.no-duplicate-response",
                     f"second response to request id {rid!r} ({method}), which was already answered",
                     raw=data[:200],
                     index=index,
@@ -236,7 +230,7 @@ class Connection:
             # A null id is legitimate on errors for frames the peer could not parse.
             out.append(
                 Violation(
-                    C_ID_ECHO,
+                    "jsonrpc.response-id-echo",
                     f"response to id {rid!r}, which matches no request we sent"
                     + _near_miss(rid, self._outgoing, self._answered),
                     raw=data[:200],

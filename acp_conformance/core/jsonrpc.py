@@ -21,19 +21,9 @@ from acp_conformance.core.ids import id_key  # the one id equality (core/ids.py)
 
 __all__ = ["ErrorCode", "decode", "dumps", "id_key", "is_json_null", "is_valid_id", "classify"]
 
-C_UTF8 = "transport.utf8"
-C_STRICT = "transport.stdio.strict-framing"
-C_ONE_PER_LINE = "transport.stdio.one-message-per-line"
 #: Placeholder for "this line is not protocol at all" (a banner, a log line);
 #: the connection maps it to the sender's stdout/stdin hygiene clause.
 NOT_PROTOCOL = "<not-protocol>"
-C_VERSION = "jsonrpc.version-field"
-C_REQUEST_SHAPE = "jsonrpc.request-shape"
-C_RESULT_XOR_ERROR = "jsonrpc.result-xor-error"
-C_ERROR_OBJECT = "jsonrpc.error-object"
-C_ID_TYPES = "jsonrpc.id-types"
-C_ID_NOT_NULL = "jsonrpc.id-not-null"
-C_RESPONSE_ID = "jsonrpc.response-id-echo"
 
 
 class ErrorCode(IntEnum):
@@ -93,14 +83,16 @@ def decode(data: bytes) -> tuple[Any, list[Violation]]:
     problems: list[Violation] = []
     raw = data[:200]
     if data.startswith(b"\xef\xbb\xbf"):
-        problems.append(Violation(C_STRICT, "frame starts with a UTF-8 byte order mark", "warning", raw))
+        problems.append(
+            Violation("transport.stdio.strict-framing", "frame starts with a UTF-8 byte order mark", "warning", raw)
+        )
         data = data[3:]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         problems.append(
             Violation(
-                C_UTF8,
+                "transport.utf8",
                 f"frame is not valid UTF-8 ({exc.reason} at byte {exc.start})",
                 raw=raw,
             )
@@ -146,7 +138,7 @@ def classify(msg: Any, raw: bytes = b"") -> tuple[str | None, list[Violation]]:
     if isinstance(msg, list):
         problems.append(
             Violation(
-                C_ONE_PER_LINE,
+                "transport.stdio.one-message-per-line",
                 "JSON-RPC batch (array) received; ACP sends one object per line",
                 raw=short,
             )
@@ -164,7 +156,7 @@ def classify(msg: Any, raw: bytes = b"") -> tuple[str | None, list[Violation]]:
     if msg.get("jsonrpc") != "2.0":
         problems.append(
             Violation(
-                C_VERSION,
+                "jsonrpc.version-field",
                 f'"jsonrpc" is {msg.get("jsonrpc", "missing")!r}, expected "2.0"',
                 raw=short,
             )
@@ -174,7 +166,7 @@ def classify(msg: Any, raw: bytes = b"") -> tuple[str | None, list[Violation]]:
         if not isinstance(method, str):
             problems.append(
                 Violation(
-                    C_REQUEST_SHAPE,
+                    "jsonrpc.request-shape",
                     f"method is {type(method).__name__}, not a string",
                     raw=short,
                 )
@@ -183,7 +175,7 @@ def classify(msg: Any, raw: bytes = b"") -> tuple[str | None, list[Violation]]:
         if "params" in msg and not isinstance(msg["params"], (dict, list)):
             problems.append(
                 Violation(
-                    C_REQUEST_SHAPE,
+                    "jsonrpc.request-shape",
                     f"params of {method} is {type(msg['params']).__name__}, not an object",
                     raw=short,
                 )
@@ -191,7 +183,7 @@ def classify(msg: Any, raw: bytes = b"") -> tuple[str | None, list[Violation]]:
         if "result" in msg or "error" in msg:
             problems.append(
                 Violation(
-                    C_REQUEST_SHAPE,
+                    "jsonrpc.request-shape",
                     "message has both method and result/error",
                     raw=short,
                 )
@@ -208,19 +200,19 @@ def classify(msg: Any, raw: bytes = b"") -> tuple[str | None, list[Violation]]:
             # the request's id could not be read); typically an answer to a notification.
             problems.append(
                 Violation(
-                    C_RESPONSE_ID,
+                    "jsonrpc.response-id-echo",
                     f"a response ({'error' if has_error else 'result'}) without an id; if it answers a "
                     "notification, notifications are never answered",
                     raw=short,
                 )
             )
         else:
-            problems.append(Violation(C_REQUEST_SHAPE, "object has neither method nor id", raw=short))
+            problems.append(Violation("jsonrpc.request-shape", "object has neither method nor id", raw=short))
         return None, problems
     if has_result and has_error:
-        problems.append(Violation(C_RESULT_XOR_ERROR, "response has both result and error", raw=short))
+        problems.append(Violation("jsonrpc.result-xor-error", "response has both result and error", raw=short))
     elif not has_result and not has_error:
-        problems.append(Violation(C_RESULT_XOR_ERROR, "response has neither result nor error", raw=short))
+        problems.append(Violation("jsonrpc.result-xor-error", "response has neither result nor error", raw=short))
         return None, problems
     if has_error and not has_result:
         problems.extend(check_error_object(msg["error"], short))
@@ -231,15 +223,15 @@ def classify(msg: Any, raw: bytes = b"") -> tuple[str | None, list[Violation]]:
 def check_error_object(err: Any, raw: bytes = b"") -> list[Violation]:
     """An error object has an integer ``code`` and a string ``message``."""
     if not isinstance(err, dict):
-        return [Violation(C_ERROR_OBJECT, f"error is {type(err).__name__}, not an object", raw=raw)]
+        return [Violation("jsonrpc.error-object", f"error is {type(err).__name__}, not an object", raw=raw)]
     out = []
     code = err.get("code")
     if not (isinstance(code, int) and not isinstance(code, bool)):
-        out.append(Violation(C_ERROR_OBJECT, f"error.code is {code!r}, not an integer", raw=raw))
+        out.append(Violation("jsonrpc.error-object", f"error.code is {code!r}, not an integer", raw=raw))
     if not isinstance(err.get("message"), str):
         out.append(
             Violation(
-                C_ERROR_OBJECT,
+                "jsonrpc.error-object",
                 f"error.message is {err.get('message')!r}, not a string",
                 raw=raw,
             )
@@ -249,9 +241,9 @@ def check_error_object(err: Any, raw: bytes = b"") -> list[Violation]:
 
 def _check_id(value: Any, raw: bytes, *, request: bool) -> list[Violation]:
     if isinstance(value, float):
-        return [Violation(C_ID_NOT_NULL, f"id {value!r} is a fractional number", "warning", raw)]
+        return [Violation("jsonrpc.id-not-null", f"id {value!r} is a fractional number", "warning", raw)]
     if not is_valid_id(value):
-        return [Violation(C_ID_TYPES, f"id {value!r} is neither a string nor an integer", raw=raw)]
+        return [Violation("jsonrpc.id-types", f"id {value!r} is neither a string nor an integer", raw=raw)]
     if value is None and request:
-        return [Violation(C_ID_NOT_NULL, "request uses a null id", "warning", raw)]
+        return [Violation("jsonrpc.id-not-null", "request uses a null id", "warning", raw)]
     return []

@@ -18,7 +18,6 @@ from acp_conformance.fuzz._expect import (
     _NOTIFY,
     _OPTIONAL,
     _PARSE,
-    C_PARSE,
     INVALID_REQUEST,
     NO_ID,
     PARSE_ERROR,
@@ -98,9 +97,11 @@ def _parse_expect(frame: Frame) -> Expect:
     """A frame still carrying its message, oddly framed: its own answer, or a parse error."""
     e = frame.expect
     if e.answer == "forbidden":
-        return Expect("optional", frozenset({PARSE_ERROR}), result_ok=False, null_id_ok=True, clause=C_PARSE)
+        return Expect(
+            "optional", frozenset({PARSE_ERROR}), result_ok=False, null_id_ok=True, clause="jsonrpc.parse-error"
+        )
     codes = None if e.codes is None else e.codes | {PARSE_ERROR}
-    return replace(e, codes=codes, null_id_ok=True, missing_clause=C_PARSE)
+    return replace(e, codes=codes, null_id_ok=True, missing_clause="jsonrpc.parse-error")
 
 
 def _classify_bytes(data: bytes) -> Expect:
@@ -112,8 +113,8 @@ def _classify_bytes(data: bytes) -> Expect:
             frozenset({PARSE_ERROR, INVALID_REQUEST}),
             result_ok=False,
             null_id_ok=True,
-            clause=C_PARSE,
-            missing_clause=C_PARSE,
+            clause="jsonrpc.parse-error",
+            missing_clause="jsonrpc.parse-error",
         )
     try:
         value = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)

@@ -20,16 +20,6 @@ from acp_conformance.core.ids import same_id
 Answer = Literal["required", "forbidden", "optional"]
 
 # Clause ids (acp_conformance/clauses/registry.toml) a receiver's answer is judged on.
-C_ANSWERED = "jsonrpc.every-request-answered"
-C_NOTIFICATION = "jsonrpc.notification-no-response"
-C_PARSE = "jsonrpc.parse-error"
-C_INVALID_REQUEST = "jsonrpc.invalid-request"
-C_INVALID_PARAMS = "jsonrpc.invalid-params"
-C_UNKNOWN_METHOD = "jsonrpc.unknown-method"
-C_EXT_UNKNOWN = "ext.request.unknown"
-C_META = "ext.meta.everywhere"
-C_ID_TYPES = "jsonrpc.id-types"
-C_ID_ECHO = "jsonrpc.response-id-echo"
 
 PARSE_ERROR = int(jsonrpc.ErrorCode.PARSE_ERROR)
 INVALID_REQUEST = int(jsonrpc.ErrorCode.INVALID_REQUEST)
@@ -65,9 +55,9 @@ class Expect:
     codes: frozenset[int] | None = None
     result_ok: bool = True
     null_id_ok: bool = False
-    clause: str = C_ANSWERED
-    missing_clause: str = C_ANSWERED
-    id_clause: str = C_ID_ECHO
+    clause: str = "jsonrpc.every-request-answered"
+    missing_clause: str = "jsonrpc.every-request-answered"
+    id_clause: str = "jsonrpc.response-id-echo"
 
     def check(self, answers: Sequence[Mapping[str, Any]]) -> list[Problem]:
         """Judge the responses the receiver sent for the frame (see ``Frame.answers``)."""
@@ -199,7 +189,7 @@ def _invalid_params_expect(method: str, implemented: Collection[str] | None, not
         codes.add(METHOD_NOT_FOUND)
     if not_object:
         codes.add(INVALID_REQUEST)
-    return Expect("required", frozenset(codes), result_ok=False, clause=C_INVALID_PARAMS)
+    return Expect("required", frozenset(codes), result_ok=False, clause="jsonrpc.invalid-params")
 
 
 def _implemented(method: str, implemented: Collection[str] | None) -> bool:
@@ -207,23 +197,36 @@ def _implemented(method: str, implemented: Collection[str] | None) -> bool:
 
 
 _PARSE = Expect(
-    "required", frozenset({PARSE_ERROR}), result_ok=False, null_id_ok=True, clause=C_PARSE, missing_clause=C_PARSE
+    "required",
+    frozenset({PARSE_ERROR}),
+    result_ok=False,
+    null_id_ok=True,
+    clause="jsonrpc.parse-error",
+    missing_clause="jsonrpc.parse-error",
 )
 _NOT_REQUEST = Expect(
     "required",
     frozenset({INVALID_REQUEST}),
     result_ok=False,
     null_id_ok=True,
-    clause=C_INVALID_REQUEST,
-    missing_clause=C_INVALID_REQUEST,
+    clause="jsonrpc.invalid-request",
+    missing_clause="jsonrpc.invalid-request",
 )
-_NOTIFY = Expect("forbidden", clause=C_NOTIFICATION)
+_NOTIFY = Expect("forbidden", clause="jsonrpc.notification-no-response")
 #: A broken notification: silence, or -32600 with a null id; a result (or another error) answers a notification.
-_BAD_NOTIFY = Expect("optional", frozenset({INVALID_REQUEST}), result_ok=False, null_id_ok=True, clause=C_NOTIFICATION)
+_BAD_NOTIFY = Expect(
+    "optional",
+    frozenset({INVALID_REQUEST}),
+    result_ok=False,
+    null_id_ok=True,
+    clause="jsonrpc.notification-no-response",
+)
 #: A notification the receiver may fail to parse (too deep, lone surrogates): silence, or -32700.
-_NOTIFY_OR_PARSE = Expect("optional", frozenset({PARSE_ERROR}), result_ok=False, null_id_ok=True, clause=C_NOTIFICATION)
+_NOTIFY_OR_PARSE = Expect(
+    "optional", frozenset({PARSE_ERROR}), result_ok=False, null_id_ok=True, clause="jsonrpc.notification-no-response"
+)
 _ANY = Expect("required", null_id_ok=True)
 #: A request the receiver may be unable to parse (too deep, lone surrogates, odd framing): it owes the
 #: answer, or -32700 with a null id; silence is judged as a missing parse error.
-_ANY_OR_PARSE = Expect("required", null_id_ok=True, missing_clause=C_PARSE)
+_ANY_OR_PARSE = Expect("required", null_id_ok=True, missing_clause="jsonrpc.parse-error")
 _OPTIONAL = Expect("optional", null_id_ok=True)

@@ -22,9 +22,6 @@ from acp_conformance.fuzz._expect import (
     _NOTIFY,
     _NOTIFY_OR_PARSE,
     _OPTIONAL,
-    C_EXT_UNKNOWN,
-    C_ID_TYPES,
-    C_UNKNOWN_METHOD,
     METHOD_NOT_FOUND,
     NO_ID,
     Expect,
@@ -329,7 +326,7 @@ def _m_unknown_method(draw: DrawFn, ctx: _MutationContext) -> Frame:
         name = "session/acp_fuzz_unknown"
     msg["method"] = name
     expect = (
-        Expect("required", frozenset({METHOD_NOT_FOUND}), result_ok=False, clause=C_UNKNOWN_METHOD)
+        Expect("required", frozenset({METHOD_NOT_FOUND}), result_ok=False, clause="jsonrpc.unknown-method")
         if "id" in msg
         else _NOTIFY
     )
@@ -344,7 +341,7 @@ def _m_extension(draw: DrawFn, ctx: _MutationContext) -> Frame:
     msg["method"] = "_" + suffix
     msg["params"] = draw(_json(8, ctx.opts.unusual).map(lambda v: v if isinstance(v, dict) else {"value": v}))
     expect = (
-        Expect("required", frozenset({METHOD_NOT_FOUND}), result_ok=True, clause=C_EXT_UNKNOWN)
+        Expect("required", frozenset({METHOD_NOT_FOUND}), result_ok=True, clause="ext.request.unknown")
         if "id" in msg
         else _NOTIFY
     )
@@ -371,7 +368,7 @@ def _m_invalid_id(draw: DrawFn, ctx: _MutationContext) -> Frame:
 def _m_odd_id(draw: DrawFn, ctx: _MutationContext) -> Frame:
     msg = dict(draw(ctx.requests()))
     msg["id"] = draw(_ids(True, null=True))
-    f = _mk(ctx, msg, "odd-id", f"id = {_clip(repr(msg['id']), 60)}", Expect("required", id_clause=C_ID_TYPES))
+    f = _mk(ctx, msg, "odd-id", f"id = {_clip(repr(msg['id']), 60)}", Expect("required", id_clause="jsonrpc.id-types"))
     if msg["id"] is None:
         # A null request id is discouraged (RequestId: "this specification uses a value of Null
         # for Responses with an unknown id"), and many SDKs read it as a notification: an answer

@@ -94,19 +94,9 @@ class _Conn(Protocol):
     transcript: Transcript
 
 
-C_ANSWERED = "jsonrpc.every-request-answered"
 #: Where a finding provoked by input the spec forbids us to send lands (a robustness SHOULD).
-C_SURVIVES = "jsonrpc.survives-invalid-input"
 #: Valid frames beyond the limits RFC 8259 § 9 lets an implementation set (depth, size, length).
 LIMIT_MUTATIONS = frozenset({"huge-string", "huge-array", "nesting", "deep-nesting"})
-C_PARSE = "jsonrpc.parse-error"
-C_INVALID_REQUEST = "jsonrpc.invalid-request"
-C_INVALID_PARAMS = "jsonrpc.invalid-params"
-C_UNKNOWN = "jsonrpc.unknown-method"
-C_NOTIFICATION = "jsonrpc.notification-no-response"
-C_ID_TYPES = "jsonrpc.id-types"
-C_META = "ext.meta.everywhere"
-C_EXT_UNKNOWN = "ext.request.unknown"
 
 #: Placeholders in generated frames, replaced by live values on the way out.
 LIVE_SESSION = "acp-fuzz-live-session"
@@ -232,7 +222,7 @@ class FrameFuzzer(ABC):
         for p in problems:
             if breach_status(reg.get(p.clause)) is Status.FAIL:
                 p = Problem(
-                    C_SURVIVES,
+                    "jsonrpc.survives-invalid-input",
                     f"{p.message}, after a frame {why}: a robustness finding (for valid input it would be {p.clause})",
                 )
             out.append(p)
@@ -299,7 +289,11 @@ class FrameFuzzer(ABC):
             expect = judge(frame, self._live) if judge else frame.expect
             problems = self._attribute(frame, self._live, self.portal.call(self._exchange, self._live, frame, expect))
             self.ran += 1
-            survival = C_ANSWERED if self.forbidden(frame, self._live) is None else C_SURVIVES
+            survival = (
+                "jsonrpc.every-request-answered"
+                if self.forbidden(frame, self._live) is None
+                else "jsonrpc.survives-invalid-input"
+            )
             judged = {expect.clause, expect.missing_clause, survival}
             if frame.trackable_id:
                 judged.add(expect.id_clause)
@@ -400,7 +394,10 @@ class FrameFuzzer(ABC):
             why = self.forbidden(frame, live)
             if why is not None:
                 _reattribute(live, frame, window, why)
-            return [*problems, Problem(C_ANSWERED, f"the {self.role} {what} after the frame ({exc.message})")]
+            return [
+                *problems,
+                Problem("jsonrpc.every-request-answered", f"the {self.role} {what} after the frame ({exc.message})"),
+            ]
         finally:
             if tracked:
                 peer.conn.forget_outgoing(rid)
@@ -431,13 +428,19 @@ def _reattribute(live: Live, frame: Frame, window: list[Any], why: str) -> None:
     moved = 0
     transcript = live.conn.transcript
     for v in window:
-        if not isinstance(v, Violation) or v.clause_id == C_SURVIVES or v.clause_id not in reg:
+        if not isinstance(v, Violation) or v.clause_id == "jsonrpc.survives-invalid-input" or v.clause_id not in reg:
             continue
         if breach_status(reg.get(v.clause_id)) is not Status.FAIL:
             continue
         if v.index is not None and v.index not in answers:
             continue  # a frame of the peer's own (an update, a request), not its answer to ours
-        new = Violation(C_SURVIVES, f"[{v.clause_id}] {v.message}, answering a frame {why}", v.severity, v.raw, v.index)
+        new = Violation(
+            "jsonrpc.survives-invalid-input",
+            f"[{v.clause_id}] {v.message}, answering a frame {why}",
+            v.severity,
+            v.raw,
+            v.index,
+        )
         moved += _replace_violation(transcript, v, new)
     if moved:
         transcript.note(f"(fuzz) {moved} finding(s) on the answer to a frame {why} judged as robustness findings")

@@ -63,17 +63,15 @@ __all__ = [
     "write_scenario",
 ]
 
-C_ANSWERED = "jsonrpc.every-request-answered"
-C_DUPLICATE = "jsonrpc.no-duplicate-response"
-C_LATE = "prompt.updates.before-response"
-C_KNOWN_ID = "tool.update.known-id"
-C_CANCELLED = "cancel.stop-reason"
-C_RACE = "perm.agent-cancel-race"
-CLAUSES = (C_ANSWERED, C_DUPLICATE, C_LATE, C_KNOWN_ID, C_CANCELLED, C_RACE)
+CLAUSES = (
+    "jsonrpc.every-request-answered",
+    "jsonrpc.no-duplicate-response",
+    "prompt.updates.before-response",
+    "tool.update.known-id",
+    "cancel.stop-reason",
+    "perm.agent-cancel-race",
+)
 #: Other clauses a step may find broken on the way (bound to their own tests).
-C_CLOSE = "session.close.cancels-work"
-C_NO_ERROR = "cancel.no-error"
-C_CANCEL_LATE = "cancel.updates-before-response"
 
 STEPS = 15
 TURN_OUTPUT = {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
@@ -165,7 +163,7 @@ class AgentSessions(RuleBasedStateMachine):
             resp: Response = self.call(self._wait, rid, what)
             return resp
         except PeerError as exc:
-            self.fail(C_ANSWERED, f"{what} was not answered ({exc.message})")
+            self.fail("jsonrpc.every-request-answered", f"{what} was not answered ({exc.message})")
             return None
 
     async def _wait(self, rid: Any, what: str) -> Response:
@@ -311,7 +309,7 @@ class AgentSessions(RuleBasedStateMachine):
             self.call(self._until_answer_or_permission, turn)
         except PeerError as exc:
             what = f"the {turn.kind} turn of {turn.sid!r}"
-            self.fail(C_ANSWERED, f"{what} neither ended nor asked anything ({exc.message})")
+            self.fail("jsonrpc.every-request-answered", f"{what} neither ended nor asked anything ({exc.message})")
 
     async def _until_answer_or_permission(self, turn: _Turn) -> None:
         def done(ev: Event) -> bool:
@@ -346,7 +344,11 @@ class AgentSessions(RuleBasedStateMachine):
         # No waiting for the turn to show output first: a cancel right behind its prompt must
         # cancel it too (the mock agent once lost exactly that one).
         held = self.held(turn) if turn is not None else None
-        clause = C_RACE if held is not None and self.pending_permission(sid) is not None else C_CANCELLED
+        clause = (
+            "perm.agent-cancel-race"
+            if held is not None and self.pending_permission(sid) is not None
+            else "cancel.stop-reason"
+        )
         if turn is not None:
             turn.cancelled = True
         assert self.conn is not None
@@ -370,7 +372,7 @@ class AgentSessions(RuleBasedStateMachine):
         self.request("session/close", {"sessionId": sid})
         self.closed.add(sid)
         if turn is not None:
-            self._judge_cancelled(turn, held, C_CLOSE, "session/close left a", sent_at)
+            self._judge_cancelled(turn, held, "session.close.cancels-work", "session/close left a", sent_at)
 
     async def _started(self, turn: _Turn) -> None:
         """Wait (bounded) until the turn shows it runs: an update for its session, a request, or its answer."""
@@ -405,8 +407,8 @@ class AgentSessions(RuleBasedStateMachine):
             return  # answered before the cancel was sent: no race to judge
         self.ctx.exercised[clause] += 1
         reason = resp.result.get("stopReason") if isinstance(resp.result, dict) else None
-        if resp.is_error and clause in (C_CANCELLED, C_RACE):
-            self.fail(C_NO_ERROR, f"a cancelled {turn.kind} turn ended with error {resp.error!r} ({held})")
+        if resp.is_error and clause in ("cancel.stop-reason", "perm.agent-cancel-race"):
+            self.fail("cancel.no-error", f"a cancelled {turn.kind} turn ended with error {resp.error!r} ({held})")
         if resp.is_error or reason != "cancelled":
             got = f"error {resp.error!r}" if resp.is_error else f"stopReason {reason!r}"
             self.fail(
@@ -426,8 +428,8 @@ class AgentSessions(RuleBasedStateMachine):
             self._check(pos, events[pos])
 
     def _check(self, pos: int, ev: Event) -> None:
-        if isinstance(ev, Violation) and ev.clause_id == C_DUPLICATE:
-            self.fail(C_DUPLICATE, ev.message)
+        if isinstance(ev, Violation) and ev.clause_id == "jsonrpc.no-duplicate-response":
+            self.fail("jsonrpc.no-duplicate-response", ev.message)
         if isinstance(ev, Response):
             for turn in self.turns.values():
                 if turn.done_at is None and same_id(ev.id, turn.rid):
@@ -435,7 +437,7 @@ class AgentSessions(RuleBasedStateMachine):
                     self.ended[turn.sid] = pos
                     self.ended_cancelled[turn.sid] = turn.cancelled
                     del self.turns[turn.sid]
-                    self.ctx.exercised[C_LATE] += 1
+                    self.ctx.exercised["prompt.updates.before-response"] += 1
                     break
             return
         if not (isinstance(ev, Notification) and ev.method == "session/update" and isinstance(ev.params, dict)):
@@ -449,13 +451,18 @@ class AgentSessions(RuleBasedStateMachine):
         if kind == "tool_call":
             self.tool_ids.setdefault(sid, set()).add(str(update.get("toolCallId")))
         elif kind == "tool_call_update":
-            self.ctx.exercised[C_KNOWN_ID] += 1
+            self.ctx.exercised["tool.update.known-id"] += 1
             if str(update.get("toolCallId")) not in self.tool_ids.get(sid, set()):
-                self.fail(C_KNOWN_ID, f"tool_call_update for {update.get('toolCallId')!r}, never introduced in {sid!r}")
+                self.fail(
+                    "tool.update.known-id",
+                    f"tool_call_update for {update.get('toolCallId')!r}, never introduced in {sid!r}",
+                )
         if kind in TURN_OUTPUT and sid in self.ended and sid not in self.turns:
             if self.ended_cancelled.get(sid):
-                self.fail(C_CANCEL_LATE, f"{kind} for {sid!r} after its cancelled turn had been answered")
-            self.fail(C_LATE, f"{kind} for {sid!r} after its turn had ended")
+                self.fail(
+                    "cancel.updates-before-response", f"{kind} for {sid!r} after its cancelled turn had been answered"
+                )
+            self.fail("prompt.updates.before-response", f"{kind} for {sid!r} after its turn had ended")
 
     def teardown(self) -> None:
         if os.environ.get("ACP_FUZZ_DEBUG"):
@@ -479,11 +486,11 @@ class AgentSessions(RuleBasedStateMachine):
             self._cancel(sid)
         self.call(self._flush)
         self.sessions_are_consistent()
-        self.ctx.exercised[C_ANSWERED] += 1
-        self.ctx.exercised[C_DUPLICATE] += 1
+        self.ctx.exercised["jsonrpc.every-request-answered"] += 1
+        self.ctx.exercised["jsonrpc.no-duplicate-response"] += 1
         pending = [(rid, m) for rid, m in self.peer.conn.pending_outgoing]
         if pending:
-            self.fail(C_ANSWERED, f"requests never answered: {pending}")
+            self.fail("jsonrpc.every-request-answered", f"requests never answered: {pending}")
 
     async def _flush(self) -> None:
         """One more round trip: a late duplicate or a stray update lands before we judge."""
@@ -539,9 +546,9 @@ def _expect_the_right_thing(steps: list[dict[str, Any]], clause: str, message: s
     sends = {s["send"]["as"]: s["send"] for s in steps if "send" in s and "as" in s["send"]}
     answered = {s["expect"]["response"] for s in steps if "expect" in s and "response" in s["expect"]}
     prompts = [alias for alias, send in sends.items() if send.get("request") == "session/prompt"]
-    if clause == C_ANSWERED:
+    if clause == "jsonrpc.every-request-answered":
         steps += [{"expect": {"response": a, "clause": clause}} for a in sends if a not in answered]
-    elif clause in (C_CANCELLED, C_CLOSE):
+    elif clause in ("cancel.stop-reason", "session.close.cancels-work"):
         # The last prompt is the one cancelled: it must end cancelled (its recorded answer did not).
         target = prompts[-1] if prompts else None
         for s in steps:
@@ -553,7 +560,7 @@ def _expect_the_right_thing(steps: list[dict[str, Any]], clause: str, message: s
                 target = None
         if target:
             steps.append({"expect": {"response": target, "result": {"stopReason": "cancelled"}, "clause": clause}})
-    elif clause in (C_LATE, C_CANCEL_LATE) and prompts:
+    elif clause in ("prompt.updates.before-response", "cancel.updates-before-response") and prompts:
         sid = sends[prompts[-1]].get("params", {}).get("sessionId")
         at = next(
             (i for i, s in enumerate(steps) if s.get("expect", {}).get("response") == prompts[-1]), len(steps) - 1

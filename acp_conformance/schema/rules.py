@@ -17,10 +17,9 @@ from acp_conformance.core.events import Notification, Request, Response, Violati
 if TYPE_CHECKING:
     from acp_conformance.schema.validator import SchemaValidator
 
-__all__ = ["C_UNDERSCORE", "judge_frame"]
+__all__ = ["judge_frame"]
 
 #: A method neither in the pinned schema nor ``_``-prefixed (extensibility.mdx).
-C_UNDERSCORE = "ext.method.underscore"
 
 
 def judge_frame(
@@ -56,7 +55,13 @@ def judge_frame(
     spec = validator.spec(method)
     if spec is None:
         return _violations(
-            [(C_UNDERSCORE, f"{method!r} is not an ACP method of the pinned schema and does not start with '_'")], ev
+            [
+                (
+                    "ext.method.underscore",
+                    f"{method!r} is not an ACP method of the pinned schema and does not start with '_'",
+                )
+            ],
+            ev,
         )
     if spec.receiver is not None and spec.receiver is not receiver:
         sender = receiver.other.value

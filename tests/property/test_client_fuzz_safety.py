@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 
 from acp_conformance import strategies as acp
 from acp_conformance.core.events import Request
-from acp_conformance.fuzz.campaign import C_INVALID_PARAMS, LIVE_CWD
+from acp_conformance.fuzz.campaign import LIVE_CWD
 from acp_conformance.fuzz.client_safety import SAFE_ARG, SAFE_COMMAND, SAFE_OVERRIDES, client_safe
 from acp_conformance.peer import HandlerError
 from mock_client.strict import REQUIRED, check_params
@@ -86,7 +86,7 @@ def test_reference_client_requires_what_the_schema_requires() -> None:
 @given(
     acp.invalid_frames(
         sender="agent", kinds=["request"], mutations=["missing-required", "wrong-type", "params-not-object"]
-    ).filter(lambda f: f.expect.clause == C_INVALID_PARAMS and f.method in REQUIRED)
+    ).filter(lambda f: f.expect.clause == "jsonrpc.invalid-params" and f.method in REQUIRED)
 )
 def test_reference_client_refuses_every_invalid_params_frame(frame: acp.Frame) -> None:
     msg = frame.message

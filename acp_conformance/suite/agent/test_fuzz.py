@@ -35,15 +35,6 @@ from acp_conformance import strategies as acp
 from acp_conformance.checks.gating import gated_use
 from acp_conformance.errors import PeerError
 from acp_conformance.fuzz.campaign import (
-    C_ANSWERED,
-    C_ID_TYPES,
-    C_INVALID_PARAMS,
-    C_INVALID_REQUEST,
-    C_META,
-    C_NOTIFICATION,
-    C_PARSE,
-    C_SURVIVES,
-    C_UNKNOWN,
     DEAD_SESSION,
     ENV_DATABASE,
     ENV_EXAMPLES,
@@ -204,16 +195,21 @@ _SAFE = {
 
 
 # ------------------------------------------------------------------ tests
-@pytest.mark.clause(C_PARSE, C_ANSWERED, C_SURVIVES)
+@pytest.mark.clause("jsonrpc.parse-error", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_unparseable_lines(acp_agent: AgentHarness) -> None:
     """Lines that are not JSON (garbage, NUL, invalid UTF-8, cut frames, banners, 1 MiB lines)
     get -32700 with a null id; oddly framed JSON (CRLF, BOM, split writes) is still served."""
     base = _frames(kinds=["request"], overrides={"SessionId": st.just(DEAD_SESSION), **_SAFE})
     strategy = acp.byte_damage(base, huge_bytes=1024 * 1024)
-    run_campaign(acp_agent, "unparseable-lines", [C_PARSE, C_ANSWERED, C_SURVIVES], strategy)
+    run_campaign(
+        acp_agent,
+        "unparseable-lines",
+        ["jsonrpc.parse-error", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input"],
+        strategy,
+    )
 
 
-@pytest.mark.clause(C_INVALID_REQUEST, C_ANSWERED, C_SURVIVES)
+@pytest.mark.clause("jsonrpc.invalid-request", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_invalid_requests(acp_agent: AgentHarness) -> None:
     """JSON that is no request object ({}, scalars, null, no method, a non-string method, ids of
     the wrong type, a broken envelope) gets -32600, and the agent keeps serving."""
@@ -222,10 +218,15 @@ def test_fuzz_invalid_requests(acp_agent: AgentHarness) -> None:
         mutations=["not-a-request", "invalid-id", "envelope"],
         overrides={"SessionId": st.just(DEAD_SESSION), **_SAFE},
     )
-    run_campaign(acp_agent, "invalid-requests", [C_INVALID_REQUEST, C_ANSWERED, C_SURVIVES], strategy)
+    run_campaign(
+        acp_agent,
+        "invalid-requests",
+        ["jsonrpc.invalid-request", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input"],
+        strategy,
+    )
 
 
-@pytest.mark.clause(C_INVALID_PARAMS, C_ANSWERED, C_SURVIVES)
+@pytest.mark.clause("jsonrpc.invalid-params", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_invalid_params(acp_agent: AgentHarness) -> None:
     """A request missing a required member, or with a member (or params) of the wrong type,
     gets -32602 (or -32601 for a method the agent does not implement), aimed at a live session."""
@@ -234,19 +235,30 @@ def test_fuzz_invalid_params(acp_agent: AgentHarness) -> None:
         kinds=["request"],
         mutations=["missing-required", "wrong-type", "params-not-object"],
         overrides={"SessionId": st.just(LIVE_SESSION), **_SAFE},
-    ).filter(lambda f: f.expect.clause == C_INVALID_PARAMS)
+    ).filter(lambda f: f.expect.clause == "jsonrpc.invalid-params")
 
     def judge(frame: acp.Frame, live: _Live) -> acp.Expect:
         codes = set(frame.expect.codes or ())
         codes.discard(acp.METHOD_NOT_FOUND)
         if frame.method not in live.implemented:
             codes.add(acp.METHOD_NOT_FOUND)
-        return acp.Expect("required", frozenset(codes), result_ok=False, clause=C_INVALID_PARAMS)
+        return acp.Expect("required", frozenset(codes), result_ok=False, clause="jsonrpc.invalid-params")
 
-    run_campaign(acp_agent, "invalid-params", [C_INVALID_PARAMS, C_ANSWERED, C_SURVIVES], strategy, judge)
+    run_campaign(
+        acp_agent,
+        "invalid-params",
+        ["jsonrpc.invalid-params", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input"],
+        strategy,
+        judge,
+    )
 
 
-@pytest.mark.clause(C_UNKNOWN, C_NOTIFICATION, C_ANSWERED, C_SURVIVES)
+@pytest.mark.clause(
+    "jsonrpc.unknown-method",
+    "jsonrpc.notification-no-response",
+    "jsonrpc.every-request-answered",
+    "jsonrpc.survives-invalid-input",
+)
 def test_fuzz_methods_and_notifications(acp_agent: AgentHarness) -> None:
     """Unknown methods (near misses, unicode, reserved prefixes) get -32601; no notification,
     valid or broken, known or unknown, is ever answered."""
@@ -254,10 +266,20 @@ def test_fuzz_methods_and_notifications(acp_agent: AgentHarness) -> None:
     unknown = acp.invalid_frames(sender="client", mutations=["unknown-method"], overrides=safe)
     notes = acp.frames(sender="client", kinds=["notification"], valid=None, unusual=True, overrides=safe)
     strategy = acp.evenly(unknown, notes)
-    run_campaign(acp_agent, "methods-and-notifications", [C_UNKNOWN, C_NOTIFICATION, C_ANSWERED, C_SURVIVES], strategy)
+    run_campaign(
+        acp_agent,
+        "methods-and-notifications",
+        [
+            "jsonrpc.unknown-method",
+            "jsonrpc.notification-no-response",
+            "jsonrpc.every-request-answered",
+            "jsonrpc.survives-invalid-input",
+        ],
+        strategy,
+    )
 
 
-@pytest.mark.clause(C_ID_TYPES, C_ANSWERED, C_SURVIVES)
+@pytest.mark.clause("jsonrpc.id-types", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_odd_ids(acp_agent: AgentHarness) -> None:
     """Requests with odd but valid ids (0, negative, int64 extremes, "", numeric-looking, unicode,
     64 KiB strings) are answered with exactly that id; a reused id does not wedge the agent."""
@@ -265,10 +287,15 @@ def test_fuzz_odd_ids(acp_agent: AgentHarness) -> None:
     odd = acp.frames(sender="client", kinds=["request"], mutations=["odd-id"], overrides=safe)
     dup = acp.invalid_frames(sender="client", mutations=["duplicate-id"], overrides=safe)
     strategy = acp.evenly(odd, odd, odd, dup)
-    run_campaign(acp_agent, "odd-ids", [C_ID_TYPES, C_ANSWERED, C_SURVIVES], strategy)
+    run_campaign(
+        acp_agent,
+        "odd-ids",
+        ["jsonrpc.id-types", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input"],
+        strategy,
+    )
 
 
-@pytest.mark.clause(C_ANSWERED, C_SURVIVES)
+@pytest.mark.clause("jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_survives_unusual_frames(acp_agent: AgentHarness) -> None:
     """Valid but unusual frames (1 MiB strings, long arrays, deep nesting, RTL / zero-width /
     combining text, extension methods) and odd invalid ones (lone surrogates, unknown enum values,
@@ -286,10 +313,12 @@ def test_fuzz_survives_unusual_frames(acp_agent: AgentHarness) -> None:
         overrides=safe,
     )
     strategy = acp.evenly(valid, odd)
-    run_campaign(acp_agent, "unusual-frames", [C_ANSWERED, C_SURVIVES], strategy)
+    run_campaign(
+        acp_agent, "unusual-frames", ["jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input"], strategy
+    )
 
 
-@pytest.mark.clause(C_META)
+@pytest.mark.clause("ext.meta.everywhere")
 def test_fuzz_meta_is_accepted_everywhere(acp_agent: AgentHarness) -> None:
     """Requests that succeed without _meta still succeed with _meta on every object that allows it
     (params, content blocks, annotations...), whatever it holds; notifications carrying it are not answered."""
@@ -321,6 +350,6 @@ def test_fuzz_meta_is_accepted_everywhere(acp_agent: AgentHarness) -> None:
             return frame.expect
         if frame.method not in live.succeeded:
             return acp.Expect("required")  # it fails without _meta too: not a _meta matter
-        return acp.Expect("required", frozenset(), result_ok=True, clause=C_META)
+        return acp.Expect("required", frozenset(), result_ok=True, clause="ext.meta.everywhere")
 
-    run_campaign(acp_agent, "meta-everywhere", [C_META], strategy, judge, baseline=True)
+    run_campaign(acp_agent, "meta-everywhere", ["ext.meta.everywhere"], strategy, judge, baseline=True)

@@ -62,15 +62,6 @@ from acp_conformance.core.events import Request
 from acp_conformance.core.ids import id_key
 from acp_conformance.endpoints.agent import DEFAULT_OPTIONS
 from acp_conformance.fuzz.campaign import (
-    C_ANSWERED,
-    C_EXT_UNKNOWN,
-    C_ID_TYPES,
-    C_INVALID_PARAMS,
-    C_INVALID_REQUEST,
-    C_NOTIFICATION,
-    C_PARSE,
-    C_SURVIVES,
-    C_UNKNOWN,
     DEAD_SESSION,
     LIVE_CWD,
     LIVE_SESSION,
@@ -200,16 +191,21 @@ HUGE = 1024 * 1024
 
 
 # ------------------------------------------------------------------ tests
-@pytest.mark.clause(C_PARSE, C_ANSWERED, C_SURVIVES)
+@pytest.mark.clause("jsonrpc.parse-error", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_client_unparseable_lines(acp_client: ClientHarness) -> None:
     """Lines that are not JSON (garbage, NUL, invalid UTF-8, cut frames, banners, 1 MiB lines) get -32700
     with a null id; oddly framed agent requests (CRLF, BOM, split writes) are still served."""
     base = _frames(kinds=["request"], overrides=SAFE_OVERRIDES)
     strategy = acp.byte_damage(base, huge_bytes=HUGE)
-    _campaign(acp_client, "unparseable-lines", [C_PARSE, C_ANSWERED, C_SURVIVES], strategy)
+    _campaign(
+        acp_client,
+        "unparseable-lines",
+        ["jsonrpc.parse-error", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input"],
+        strategy,
+    )
 
 
-@pytest.mark.clause(C_INVALID_REQUEST, C_ANSWERED, C_SURVIVES)
+@pytest.mark.clause("jsonrpc.invalid-request", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_client_invalid_requests(acp_client: ClientHarness) -> None:
     """JSON that is no request object ({}, scalars, null, no method, a non-string method, ids of the wrong
     type, a broken envelope) gets -32600, and the client keeps serving its agent."""
@@ -218,20 +214,35 @@ def test_fuzz_client_invalid_requests(acp_client: ClientHarness) -> None:
         mutations=["not-a-request", "invalid-id", "envelope"],
         overrides=SAFE_OVERRIDES,
     )
-    _campaign(acp_client, "invalid-requests", [C_INVALID_REQUEST, C_ANSWERED, C_SURVIVES], strategy)
+    _campaign(
+        acp_client,
+        "invalid-requests",
+        ["jsonrpc.invalid-request", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input"],
+        strategy,
+    )
 
 
-@pytest.mark.clause(C_INVALID_PARAMS, C_ANSWERED, C_SURVIVES)
+@pytest.mark.clause("jsonrpc.invalid-params", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_client_invalid_params(acp_client: ClientHarness) -> None:
     """session/request_permission, fs/* and terminal/* with a required member missing or of the wrong type, or
     params that are no object, get -32602 (any error for a method the client did not advertise), never a result."""
     strategy = _invalid(
         kinds=["request"], mutations=["missing-required", "wrong-type", "params-not-object"], overrides=SAFE_OVERRIDES
-    ).filter(lambda f: f.expect.clause == C_INVALID_PARAMS)
-    _campaign(acp_client, "invalid-params", [C_INVALID_PARAMS, C_ANSWERED, C_SURVIVES], strategy)
+    ).filter(lambda f: f.expect.clause == "jsonrpc.invalid-params")
+    _campaign(
+        acp_client,
+        "invalid-params",
+        ["jsonrpc.invalid-params", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input"],
+        strategy,
+    )
 
 
-@pytest.mark.clause(C_UNKNOWN, C_NOTIFICATION, C_ANSWERED, C_SURVIVES)
+@pytest.mark.clause(
+    "jsonrpc.unknown-method",
+    "jsonrpc.notification-no-response",
+    "jsonrpc.every-request-answered",
+    "jsonrpc.survives-invalid-input",
+)
 def test_fuzz_client_methods_and_notifications(acp_client: ClientHarness) -> None:
     """Unknown methods (near misses, unicode, reserved prefixes) get -32601; no notification is ever answered:
     session/update of every kind (valid, unusual, broken, for a session that does not exist), unknown ones too."""
@@ -239,19 +250,34 @@ def test_fuzz_client_methods_and_notifications(acp_client: ClientHarness) -> Non
     unknown = _invalid(kinds=["request"], mutations=["unknown-method"], overrides=SAFE_OVERRIDES)
     notes = _frames(kinds=["notification"], valid=None, unusual=True, overrides=safe)
     strategy = acp.evenly(unknown, notes, notes)
-    _campaign(acp_client, "methods-and-notifications", [C_UNKNOWN, C_NOTIFICATION, C_ANSWERED, C_SURVIVES], strategy)
+    _campaign(
+        acp_client,
+        "methods-and-notifications",
+        [
+            "jsonrpc.unknown-method",
+            "jsonrpc.notification-no-response",
+            "jsonrpc.every-request-answered",
+            "jsonrpc.survives-invalid-input",
+        ],
+        strategy,
+    )
 
 
-@pytest.mark.clause(C_ID_TYPES, C_ANSWERED, C_SURVIVES)
+@pytest.mark.clause("jsonrpc.id-types", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_client_odd_ids(acp_client: ClientHarness) -> None:
     """Agent requests with odd but valid ids (0, negative, int64 extremes, "", numeric-looking, unicode, 64 KiB
     strings) are answered with exactly that id; a reused id does not wedge the client."""
     odd = _frames(kinds=["request"], mutations=["odd-id"], overrides=SAFE_OVERRIDES)
     dup = _invalid(kinds=["request"], mutations=["duplicate-id"], overrides=SAFE_OVERRIDES)
-    _campaign(acp_client, "odd-ids", [C_ID_TYPES, C_ANSWERED, C_SURVIVES], acp.evenly(odd, odd, odd, dup))
+    _campaign(
+        acp_client,
+        "odd-ids",
+        ["jsonrpc.id-types", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input"],
+        acp.evenly(odd, odd, odd, dup),
+    )
 
 
-@pytest.mark.clause(C_ANSWERED, C_EXT_UNKNOWN)
+@pytest.mark.clause("jsonrpc.every-request-answered", "ext.request.unknown")
 def test_fuzz_client_survives_unusual_frames(acp_client: ClientHarness) -> None:
     """Valid but unusual frames (_meta on every object, 1 MiB strings, long arrays, deep nesting, RTL /
     zero-width / combining text, extension requests) and odd invalid ones (lone surrogates, unknown enum
@@ -268,4 +294,6 @@ def test_fuzz_client_survives_unusual_frames(acp_client: ClientHarness) -> None:
         overrides=SAFE_OVERRIDES,
         huge_bytes=HUGE,
     )
-    _campaign(acp_client, "unusual-frames", [C_ANSWERED, C_EXT_UNKNOWN], acp.evenly(valid, odd))
+    _campaign(
+        acp_client, "unusual-frames", ["jsonrpc.every-request-answered", "ext.request.unknown"], acp.evenly(valid, odd)
+    )
