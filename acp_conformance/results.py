@@ -89,7 +89,7 @@ class ClauseResult:
 def breach_status(clause: Clause) -> Status:
     """What a breach of ``clause`` is worth: FAIL for MUST / MUST NOT, WARN for SHOULD /
     SHOULD NOT, INFO for MAY (not doing what the spec merely allows is conformant)."""
-    if clause.level in ("MUST", "MUST NOT"):
+    if clause.mandatory:
         return Status.FAIL
     if clause.level in ("SHOULD", "SHOULD NOT"):
         return Status.WARN

@@ -144,6 +144,7 @@ async def test_set_mode_changes_the_current_mode(acp_agent: AgentHarness) -> Non
             acp_agent.record("mode.set.response", Status.NOT_APPLICABLE, refused)
             acp_agent.record("config.update.complete", Status.NOT_APPLICABLE, refused)
             return
+        acp_agent.check("mode.set.anytime", True, f"session/set_mode to the advertised mode {target!r} accepted", "")
         acp_agent.check(
             "mode.set.response",
             not resp.is_error and isinstance(resp.result, dict) and (not reported or reported[-1] == target),

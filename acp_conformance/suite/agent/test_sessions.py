@@ -228,6 +228,7 @@ def _judge_load(acp: AgentHarness, load: _Load, sid: str, turns: Sequence[tuple[
         # The docs' example answers null; the schema wants an object: schema.null-result (a SHOULD).
         acp.check("schema.null-result", False, "an object result (LoadSessionResponse)", f"result null {load.where}")
     else:
+        acp.check("schema.null-result", True, "an object result (LoadSessionResponse), not null", "")
         acp.check(
             "session.load.response",
             isinstance(result, dict),

@@ -107,6 +107,7 @@ async def test_write_text_file(acp_client: ClientHarness) -> None:
             # The docs' example shows null; the schema wants {}: schema.null-result (a SHOULD).
             acp_client.check("schema.null-result", False, "an empty object result {}", "result null")
         else:
+            acp_client.check("schema.null-result", True, "an object result, not null", "")
             acp_client.check(
                 "fs.write.response",
                 resp.result == {} or (isinstance(resp.result, dict) and set(resp.result) <= {"_meta"}),
