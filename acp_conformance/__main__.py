@@ -4,6 +4,8 @@ Subcommands:
   fetch-schema      fill the per-user schema cache via `npm pack` (no checkout needed)
   schema            show which schema would be used, and from where
   clauses [--role]  list the clause registry
+  clauses --trace ID
+                    where one clause is checked, which tests report it, which broken peer proves it
   check FILE        re-judge a saved transcript (JSONL) offline: every frame is decoded and
                     validated again, so a trace from any tool is judged, not trusted
                     (same as `python -m acp_conformance.scenario check`; --help for its options)
@@ -41,6 +43,11 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 def _cmd_clauses(args: argparse.Namespace) -> int:
     from acp_conformance.clauses import registry
 
+    if args.trace:
+        from acp_conformance.plugin.trace import format_trace, trace
+
+        print(format_trace(trace(args.trace)))
+        return 0
     for c in registry():
         if args.role and not c.applies_to(args.role):
             continue
@@ -71,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=_cmd_schema)
     p = sub.add_parser("clauses", help="list the clause registry")
     p.add_argument("--role", choices=("agent", "client"))
+    p.add_argument("--trace", metavar="ID", help="where clause ID is checked, reported and proven")
     p.set_defaults(fn=_cmd_clauses)
     sub.add_parser("check", help="re-judge a saved transcript offline: check FILE [--role agent|client|both]")
     sub.add_parser("proxy", help="the recording proxy: proxy [--transcript F] [--verdict F] -- AGENT COMMAND")
