@@ -73,7 +73,9 @@ def trace(clause_id: str) -> Trace:
     if proofs is None:
         out.proofs_available = False
         return out
-    out.proofs = [(role, name, status, where) for role, name, breaks, status, where in proofs if breaks in (out.clause_id,)]
+    out.proofs = [
+        (role, name, status, where) for role, name, breaks, status, where in proofs if breaks in (out.clause_id,)
+    ]
     return out
 
 
