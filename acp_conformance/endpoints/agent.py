@@ -224,13 +224,13 @@ class PromptTurn:
         self, title: str = "Edit a file", *, kind: str = "edit", status: str = "pending", **extra: Any
     ) -> str:
         tcid = self.new_tool_call_id()
-        await self.update({"sessionUpdate": "tool_call", "toolCallId": tcid, "title": title, "kind": kind,
-                           "status": status, **extra})
+        await self.update(
+            {"sessionUpdate": "tool_call", "toolCallId": tcid, "title": title, "kind": kind, "status": status, **extra}
+        )
         return tcid
 
     async def tool_update(self, tool_call_id: str, status: str, **extra: Any) -> None:
-        await self.update({"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": status,
-                           **extra})
+        await self.update({"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": status, **extra})
 
     # ----------------------------------------------------------- permission
     async def send_permission(
@@ -395,7 +395,7 @@ class AgentEndpoint:
     async def wait_session(self, timeout: float | None = None, index: int = 0) -> str:
         ids = list(self.sessions)
         return await self._wait(
-            lambda: (list(self.sessions)[index] if len(self.sessions) > index else None),
+            lambda: list(self.sessions)[index] if len(self.sessions) > index else None,
             "session/new request" if not ids else f"session request #{index + 1}",
             timeout,
         )
