@@ -1,7 +1,7 @@
 """acp-conformance: a conformance suite and mock peers for the Agent Client Protocol v1.
 
 The pytest plugin (``pytest --acp-agent=CMD``) lives in
-``acp_conformance.pytest_plugin``; the building blocks other projects use
+``acp_conformance.plugin``; the building blocks other projects use
 are ``acp_conformance.client.ClientEndpoint`` (the client role),
 ``acp_conformance.peer.Peer``, the transports, ``acp_conformance.scenario``
 (scenario files) and ``acp_conformance.strategies`` (Hypothesis strategies

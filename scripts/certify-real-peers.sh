@@ -16,7 +16,7 @@ declare -A CMD=(
   [python-sdk-echo-agent]="$PY $EX/echo_agent.py"
   [python-sdk-agent]="$PY $EX/agent.py"
   [ts-sdk-1.9.0-example-agent]="node $ROOT/node_modules/acp-ts-sdk-1.9.0/dist/examples/agent.js"
-  # Peer profiles (acp_conformance/agent_profiles): full turns against the scripted model
+  # Peer profiles (acp_conformance/profiles/agents.py): full turns against the scripted model
   # endpoint on 127.0.0.1, no key, no network.  Node adapters start slowly under load.
   [claude-agent-acp]="claude-agent-acp"
   [codex-acp]="codex-acp"

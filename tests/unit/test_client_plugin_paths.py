@@ -1,5 +1,5 @@
 """``--acp-client`` commands typed relative to where pytest runs still work, although each test starts
-the client in a directory of its own (``client_plugin.absolutize``)."""
+the client in a directory of its own (``plugin.state.absolutize``)."""
 
 from __future__ import annotations
 

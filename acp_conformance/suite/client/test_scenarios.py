@@ -1,7 +1,7 @@
 """The client-direction scenario library (``scenarios/client/*.yaml``), run against the client under test.
 
 Each file (``plays: agent``, not tagged ``not-in-suite``) is one test, bound
-statically (through its ``pytest.param`` marks, which ``suite_bindings``
+statically (through its ``pytest.param`` marks, which ``plugin.bindings``
 reads) to the clauses its expectations name.  Every expectation's outcome is
 recorded on its clauses with file, line, step, expected vs actual and the
 transcript around it, as ``suite/agent/test_scenarios.py`` does for agents.
