@@ -1,4 +1,4 @@
-"""Masking secrets in anything a report or a terminal shows.
+"""Masking secrets, and the machine's own paths, in anything a report or a terminal shows.
 
 A peer can print its API key on stderr, echo an environment variable in a
 frame, or hold a credential in a config file it quotes back: every string
@@ -6,6 +6,11 @@ that leaves the run (transcripts, reports, terminal summaries) goes through
 ``redactor()`` first.  Layer 0 (stdlib only), because the process transport
 registers the secrets it hands to the peer and the transcript masks what it
 records; neither may depend on the other.
+
+Reports are read by strangers and committed to repositories, so they also carry no
+path of the machine that produced them (``machine_paths``): the checkout, the Python
+environment, the home and temporary directories become placeholders, and a path
+inside the checkout (a scenario file, a pinned peer) becomes relative to it.
 """
 
 from __future__ import annotations
@@ -14,10 +19,14 @@ import functools
 import json
 import os
 import re
+import sys
+import sysconfig
+import tempfile
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
-__all__ = ["REDACTED", "redact_data", "redactor", "register_secrets"]
+__all__ = ["REDACTED", "machine_paths", "redact_data", "redactor", "register_secrets"]
 
 #: Names whose values are taken for secrets: API keys, tokens, passwords, credentials...
 _SECRET_NAME = re.compile(
@@ -112,3 +121,55 @@ def redact_data(data: Any, redact: Callable[[str], str] | None = None) -> Any:
     if isinstance(data, (list, tuple)):
         return [redact_data(v, redact) for v in data]
     return data
+
+
+#: The directory holding the ``acp_conformance`` package: the checkout, or site-packages.
+_PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+_PYTEST_TMP = re.compile(r"<tmp>/pytest-of-[^/\s\"']+/pytest-\d+/")
+#: Any environment's packages and interpreters, not only ours (a peer may run from another venv).
+_ANY_SITE_PACKAGES = re.compile(r"(?:/[^/\s\"'<>]+)+/(?:site|dist)-packages/")
+_ANY_INTERPRETER = re.compile(r"(?:/[^/\s\"'<>]+)+/bin/((?:python|node|pypy)[0-9.]*)\b")
+
+
+@functools.cache
+def _machine_roots() -> tuple[tuple[str, str], ...]:
+    """``(prefix, placeholder)``, longest prefix first, so the most specific one wins."""
+    roots: dict[str, str] = {}
+
+    def add(path: str | os.PathLike[str] | None, placeholder: str) -> None:
+        if not path:
+            return
+        for form in {str(path), os.path.realpath(path)}:
+            if len(form) > 1:  # never "/"
+                roots.setdefault(form.rstrip("/") + "/", placeholder)
+
+    for key in ("purelib", "platlib"):
+        add(sysconfig.get_paths().get(key), "<site-packages>/")
+    add(os.path.join(sys.prefix, "bin"), "")  # ".../venv/bin/python -m x" reads as "python -m x"
+    add(sys.prefix, "<python>/")
+    add(sys.base_prefix, "<python>/")
+    if (_PACKAGE_PARENT / "pyproject.toml").is_file():  # a checkout: its paths become relative
+        add(_PACKAGE_PARENT, "")
+    add(tempfile.gettempdir(), "<tmp>/")
+    add(os.getcwd(), "")
+    add(os.path.expanduser("~"), "~/")
+    return tuple(sorted(roots.items(), key=lambda kv: len(kv[0]), reverse=True))
+
+
+def machine_paths(text: str) -> str:
+    """``text`` with this machine's checkout, environment, home and temporary paths masked.
+
+    A report must read the same on any machine that ran the same peer: what stays is
+    what the peer and the suite did, not where they were installed.
+    """
+    if "/" not in text:
+        return text
+    for prefix, placeholder in _machine_roots():
+        if prefix in text:
+            text = text.replace(prefix, placeholder)
+        bare = prefix[:-1]  # the root itself, not followed by a slash
+        if bare in text:
+            text = re.sub(re.escape(bare) + r"(?![\w.-])", placeholder.rstrip("/") or ".", text)
+    text = _ANY_SITE_PACKAGES.sub("<site-packages>/", text)
+    text = _ANY_INTERPRETER.sub(r"\1", text)
+    return _PYTEST_TMP.sub("<tmp>/", text)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp_conformance.clauses import Clause, Registry
+from acp_conformance.redaction import machine_paths, redact_data, redactor
 from acp_conformance.results import NOT_EXERCISED_IN_RUN, ClauseResult, Status, adjust, combine, not_exercised
-from acp_conformance.transcript import redact_data
 
 __all__ = ["RunResults", "TestRecord"]
 
@@ -127,9 +127,11 @@ class RunResults:
         stderr tail, its agentInfo, the command line.  So values of secret-looking
         environment variables (ours and those registered for the peer, see
         ``transcript.register_secrets``) and well-known credential shapes are masked
-        here, whatever put them in.
+        here, whatever put them in. So is every path of this machine (``machine_paths``):
+        a report is read and committed elsewhere, and must read the same wherever it ran.
         """
-        data: dict[str, Any] = redact_data(self._unredacted_json())
+        secrets = redactor()
+        data: dict[str, Any] = redact_data(self._unredacted_json(), lambda text: machine_paths(secrets(text)))
         return data
 
     def _unredacted_json(self) -> dict[str, Any]:

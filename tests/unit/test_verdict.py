@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,3 +64,24 @@ def test_levels_decide_the_status_of_a_breach() -> None:
             assert adjust(clause, status) is breach_status(clause)
         for status in (Status.PASS, Status.NOT_APPLICABLE, Status.INCONCLUSIVE, Status.NOT_TESTED):
             assert adjust(clause, status) is status
+
+
+def test_reports_carry_no_path_of_the_machine_that_wrote_them(tmp_path: Path) -> None:
+    """A report is read and committed elsewhere: the checkout, the Python environment, the home
+    and temporary directories never appear in it, whatever message or evidence quoted them."""
+    checkout = Path(__file__).resolve().parents[2]
+    site = sysconfig.get_paths()["purelib"]
+    quoted = [
+        f"{checkout}/scenarios/agent/cancel-long-turn.yaml:36 steps[7]: expected cancelled",
+        f"Traceback: File {site}/acp/connection.py, line 3",
+        f"{sys.prefix}/bin/python -m mock_agent.relay --control unix:{tmp_path}/c.sock",
+        "File /opt/other-venv/lib/python3.12/site-packages/x.py; /usr/local/bin/node dist/index.js",
+        f"config at {Path.home()}/.config/agent.json",
+    ]
+    run = RunResults(registry=REG, role="agent", command=f"{sys.prefix}/bin/python -m mock_agent", checked=set())
+    run.add(Record("t::x", "failed", [ClauseResult("cancel.stop-reason", Status.FAIL, m) for m in quoted]))
+    text = json.dumps(run.to_json()) + run.to_markdown()
+    for machine in (str(checkout), site, sys.prefix, tempfile.gettempdir() + "/", str(Path.home()) + "/", "/opt/"):
+        assert machine not in text
+    assert "scenarios/agent/cancel-long-turn.yaml:36" in text  # a checkout path stays, relative
+    assert "<site-packages>/acp/connection.py" in text and "python -m mock_agent.relay" in text
