@@ -12,7 +12,9 @@ carry the reason it cannot be observed on the wire.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -87,6 +89,50 @@ class Registry:
 
     def for_role(self, role: str) -> list[Clause]:
         return [c for c in self._by_id.values() if c.applies_to(role)]
+
+    def select(
+        self, role: str, patterns: Sequence[str] = (), areas: Sequence[str] = (), levels: Sequence[str] = ()
+    ) -> list[str]:
+        """The ids of ``role``'s clauses a selection names, in registry order.
+
+        Each kind of option narrows the others (``--acp-clause 'cancel.*' --acp-level MUST``: the
+        MUSTs among the cancellation clauses), and within a kind the values add up. A pattern is an
+        id, a glob (``cancel.*``, as Autobahn takes ``6.*``) or a dotted prefix (``cancel``, as h2spec
+        takes ``http2/6.3``). ``MUST`` includes ``MUST NOT`` and ``SHOULD`` includes ``SHOULD NOT``.
+        A value that selects nothing is a ``ConfigurationError`` saying what exists.
+        """
+        pool = self.for_role(role)
+        if patterns:
+            chosen: set[str] = set()
+            for pattern in patterns:
+                if pattern in self._by_id:
+                    chosen.add(pattern)
+                    continue
+                glob = pattern if any(ch in pattern for ch in "*?[") else None
+                hits = {
+                    c.id for c in pool if (fnmatch.fnmatchcase(c.id, glob) if glob else c.id.startswith(pattern + "."))
+                }
+                if not hits:
+                    self.get(pattern)  # raises, naming close ids
+                chosen |= hits
+            pool = [c for c in pool if c.id in chosen]
+        if areas:
+            known = sorted({c.area for c in self._by_id.values()})
+            for area in areas:
+                if area not in known:
+                    raise ConfigurationError(f"unknown area {area!r}; the areas are: {', '.join(known)}")
+            pool = [c for c in pool if c.area in areas]
+        if levels:
+            wanted: set[str] = set()
+            for level in levels:
+                upper = " ".join(level.upper().replace("_", " ").split())
+                if upper not in LEVELS:
+                    raise ConfigurationError(f"unknown level {level!r}; the levels are: {', '.join(LEVELS)}")
+                wanted |= {upper, f"{upper} NOT"} & set(LEVELS)
+            pool = [c for c in pool if c.level in wanted]
+        if not pool:
+            raise ConfigurationError(f"the selection names no {role} clause: nothing would run")
+        return [c.id for c in pool]
 
 
 def _parse(data: dict[str, Any], origin: str) -> list[Clause]:

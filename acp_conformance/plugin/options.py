@@ -57,7 +57,21 @@ def _peer_options(g: Any) -> None:
     g.addoption("--acp-schema", metavar="PATH", help="official ACP schema.json (or its directory)")
     g.addoption("--acp-unstable", action="store_true", help="validate against the unstable schema")
     g.addoption("--acp-report-json", metavar="PATH", help="write the per-clause JSON report (Markdown beside it)")
-    g.addoption("--acp-clause", metavar="ID", action="append", default=[], help="run only tests bound to ID")
+    g.addoption(
+        "--acp-clause",
+        metavar="ID",
+        action="append",
+        default=[],
+        help="run only the tests bound to ID; a glob ('cancel.*') or a dotted prefix ('cancel') selects several",
+    )
+    g.addoption("--acp-area", metavar="AREA", action="append", default=[], help="run only clauses of AREA")
+    g.addoption(
+        "--acp-level",
+        metavar="LEVEL",
+        action="append",
+        default=[],
+        help="run only clauses of LEVEL: MUST (with MUST NOT), SHOULD (with SHOULD NOT), MAY, or an exact level",
+    )
     g.addoption(
         "--acp-max-frame-bytes", type=int, default=64 * 1024 * 1024, help="longest accepted frame (default 64 MiB)"
     )
@@ -140,6 +154,28 @@ def _fuzz_options(g: Any) -> None:
         metavar="INT|random",
         help=f"seed of the fuzz campaigns (default 0: the same frames every run; env {FUZZ_ENV['seed']})",
     )
+
+
+def partial_run(config: pytest.Config) -> str | None:
+    """What makes this run partial, in the user's own options, or None when it runs the whole suite.
+
+    A partial run can say whether what it selected passes, never whether the peer conforms: the
+    plugin reports it as such and exits 0 when the selection passes."""
+    parts: list[str] = []
+    for flag, name in (("--acp-clause", "acp_clause"), ("--acp-area", "acp_area"), ("--acp-level", "acp_level")):
+        parts += [f"{flag} {value}" for value in config.getoption(name) or []]
+    option = config.option
+    if getattr(option, "keyword", ""):
+        parts.append(f"-k {option.keyword!r}")
+    if getattr(option, "markexpr", ""):
+        parts.append(f"-m {option.markexpr!r}")
+    if getattr(option, "deselect", None):
+        parts += [f"--deselect {d}" for d in option.deselect]
+    if getattr(option, "lf", False):
+        parts.append("--last-failed")
+    if config.args_source is pytest.Config.ArgsSource.ARGS:
+        parts.append("test paths " + " ".join(config.args))
+    return "; ".join(parts) or None
 
 
 def positive(config: pytest.Config, *names: str) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from acp_conformance.clauses import registry
 from acp_conformance.errors import ConformanceFailure
+from acp_conformance.plugin import options
 from acp_conformance.plugin.bindings import checked_clauses, passive_clauses
 from acp_conformance.plugin.keys import HARNESS
 from acp_conformance.plugin.outcomes import test_results
@@ -85,8 +86,11 @@ class Reporter:
             checked=checked_clauses(state.role),
             passive=passive_clauses(state.role),
             schema=state.schema.describe(),
-            selection=", ".join(state.clauses) or None,
+            selection=options.partial_run(config),
+            selected=frozenset(state.clauses),
         )
+        #: ``--collect-only`` runs nothing: no verdict, no report, pytest's own exit status.
+        self.collect_only = bool(config.option.collectonly)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -107,6 +111,8 @@ class Reporter:
             report.user_properties.append(("acp_clause", f"{r.clause}={r.status.value}"))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.collect_only:
+            return
         path = self.config.getoption("acp_report_json")
         if path:
             import orjson
@@ -115,10 +121,12 @@ class Reporter:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(orjson.dumps(self.run.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
             out.with_suffix(".md").write_text(self.run.to_markdown() + "\n", "utf-8")
-        if not self.run.verdict()["conformant"] and session.exitstatus == 0:
+        if not self.run.passed() and session.exitstatus == 0:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.collect_only:
+            return
         terminalreporter.section("ACP conformance (per clause)")
         for line in self.run.terminal_lines():
             terminalreporter.write_line(line)

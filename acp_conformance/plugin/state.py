@@ -60,13 +60,13 @@ class AcpState:
             raise pytest.UsageError(str(exc)) from None
         from acp_conformance.schema.validator import SchemaValidator
 
-        clauses: list[str] = list(opt("acp_clause") or [])
-        reg = registry()
-        for cid in clauses:
+        patterns, areas, levels = (list(opt(name) or []) for name in ("acp_clause", "acp_area", "acp_level"))
+        clauses: list[str] = []
+        if patterns or areas or levels:
             try:
-                reg.get(cid)
+                clauses = registry().select(role, patterns, areas, levels)
             except ConfigurationError as exc:
-                raise pytest.UsageError(f"--acp-clause: {exc}") from None
+                raise pytest.UsageError(f"--acp-clause / --acp-area / --acp-level: {exc}") from None
         state = cls(role, "", schema, SchemaValidator(schema.data), clauses)
         if role == "agent":
             state.agent = _agent_config(config)

@@ -46,7 +46,11 @@ class RunResults:
     schema: dict[str, Any] = field(default_factory=dict)
     peer: dict[str, Any] | None = None
     tests: list[TestRecord] = field(default_factory=list)
+    #: Why this run is partial (the selection options as the user gave them), or None for a full run.
     selection: str | None = None
+    #: The clauses a ``--acp-clause`` / ``--acp-area`` / ``--acp-level`` selection named (empty: no such
+    #: option). A partial run is judged on these, or on every clause it judged when empty.
+    selected: frozenset[str] = frozenset()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def add(self, record: TestRecord) -> None:
@@ -77,13 +81,21 @@ class RunResults:
         (a clause that was judged was checked, whatever the static bindings say)."""
         return clause.id in self.checked or bool(got)
 
+    @property
+    def partial(self) -> bool:
+        """A run selected by clause, area, level, ``-k``, ``-m`` or test path: it can say whether what
+        it selected passes, never whether the peer conforms (everything else went unrun)."""
+        return self.selection is not None
+
     def verdict(self) -> dict[str, Any]:
         statuses = self.clause_status()
-        failed, not_tested, gaps, warned, info = [], [], [], [], []
+        failed, not_tested, gaps, warned, info, judged = [], [], [], [], [], []
         counts: dict[str, int] = defaultdict(int)
         for clause in self.registry.for_role(self.role):
             status, got = statuses[clause.id]
             counts[status.value] += 1
+            if got and (not self.selected or clause.id in self.selected):
+                judged.append(clause.id)
             if status is Status.FAIL:
                 # Only a MUST / MUST NOT can be FAIL (results.adjust), and a FAIL always counts:
                 # even on a clause the static bindings call unchecked or unobservable.
@@ -100,22 +112,71 @@ class RunResults:
                 info.append(clause.id)
             elif clause.mandatory and status is Status.NOT_TESTED:
                 not_tested.append(clause.id)
-        conformant = not failed and not not_tested and bool(self.tests)
-        return {
-            "conformant": conformant,
-            "failed_mandatory": failed,
-            "not_tested_mandatory": not_tested,
+        common = {
             "warnings": warned,
             "info": info,
             "coverage_gaps": gaps,
             "counts": dict(sorted(counts.items())),
             "tests": len(self.tests),
+        }
+        if self.partial:
+            selected_failed = [c for c in failed if not self.selected or c in self.selected]
+            return {
+                "scope": "selected",
+                "selection": self.selection,
+                # A partial run decides nothing about conformance: null, not false.
+                "conformant": None,
+                "selected_pass": not selected_failed and bool(self.tests),
+                "judged": judged,
+                "failed_mandatory": selected_failed,
+                "failed_outside_selection": [c for c in failed if c not in selected_failed],
+                "not_tested_mandatory": [],
+                **common,
+                "definition": (
+                    "a partial run: selected_pass iff no judged clause of the selection is FAIL; it gives no "
+                    "conformance verdict (run the whole suite for that)"
+                ),
+            }
+        return {
+            "scope": "full",
+            "conformant": not failed and not not_tested and bool(self.tests),
+            "failed_mandatory": failed,
+            "not_tested_mandatory": not_tested,
+            **common,
             "definition": (
                 "conformant iff no applicable, checked MUST/MUST NOT clause is FAIL or NOT_TESTED "
                 "(applicable: constrains this role and is observable on the wire; checked: this suite "
                 "version has a check for it - the others are listed as coverage_gaps)"
             ),
         }
+
+    def passed(self) -> bool:
+        """What the exit status says: conformant (a full run), or every selected clause passing."""
+        v = self.verdict()
+        return bool(v["selected_pass"] if self.partial else v["conformant"])
+
+    def verdict_line(self) -> str:
+        """The one line people quote: the conformance verdict, or what a partial run can say."""
+        v = self.verdict()
+        if self.partial:
+            head = (
+                "SELECTED CLAUSES: all PASS"
+                if v["selected_pass"]
+                else f"SELECTED CLAUSES: {len(v['failed_mandatory'])} FAIL ({', '.join(v['failed_mandatory'])})"
+                if v["failed_mandatory"]
+                else "SELECTED CLAUSES: nothing judged"
+            )
+            return (
+                f"{head} ({len(v['judged'])}{f' of {len(self.selected)} selected' if self.selected else ''} "
+                f"clauses judged, {len(v['warnings'])} WARN, {len(v['info'])} INFO; "
+                f"partial run: {self.selection}; no conformance verdict without the whole suite)"
+            )
+        return (
+            f"{'CONFORMANT' if v['conformant'] else 'NOT CONFORMANT'} "
+            f"({len(v['failed_mandatory'])} mandatory FAIL, {len(v['not_tested_mandatory'])} mandatory NOT_TESTED, "
+            f"{len(v['warnings'])} WARN, {len(v['info'])} INFO; "
+            f"{len(v['coverage_gaps'])} clauses of this role not yet checked by this suite version)"
+        )
 
     # -------------------------------------------------------------- output
     def to_json(self) -> dict[str, Any]:
@@ -194,7 +255,7 @@ class RunResults:
             f"- Generated: {data['generated']} by acp-conformance {data['tool']['version']}",
             f"- Tests run: {v['tests']}" + (f" (selection: {self.selection})" if self.selection else ""),
             "",
-            f"**Verdict: {'CONFORMANT' if v['conformant'] else 'NOT CONFORMANT'}**",
+            f"**Verdict: {self.verdict_line()}**",
             "",
             "| status | clauses |",
             "|---|---:|",
@@ -226,7 +287,6 @@ class RunResults:
 
     def terminal_lines(self) -> list[str]:
         data = self.to_json()
-        v = data["verdict"]
         lines: list[str] = []
         by_area: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for c in data["clauses"]:
@@ -241,14 +301,8 @@ class RunResults:
         for c in sorted(findings, key=lambda c: (c["status"], c["id"])):
             msg = next((t["message"] for t in c["tests"] if t["status"] == c["status"]), "")
             lines.append(f"{c['status']:<5} {c['id']} ({c['level']}): {msg[:200]}")
-        gaps = len(v["coverage_gaps"])
         lines.append("")
-        lines.append(
-            f"ACP verdict: {'CONFORMANT' if v['conformant'] else 'NOT CONFORMANT'} "
-            f"({len(v['failed_mandatory'])} mandatory FAIL, {len(v['not_tested_mandatory'])} mandatory NOT_TESTED, "
-            f"{len(v['warnings'])} WARN, {len(v['info'])} INFO; "
-            f"{gaps} clauses of this role not yet checked by this suite version)"
-        )
+        lines.append(f"ACP verdict: {self.verdict_line()}")
         return lines
 
 

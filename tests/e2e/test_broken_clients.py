@@ -135,7 +135,11 @@ def test_broken_client_fails_exactly_its_clause(name: str, tmp_path: Path) -> No
         assert any(t["status"] == b.status for t in mine), f"{b.scenario}: {mine}\n{run.stdout[-3000:]}"
     if targeted:
         assert findings <= declared, f"{name}: undeclared findings {sorted(findings - declared)}\n{run.stdout[-3000:]}"
-        assert not run.report["verdict"]["conformant"]  # a partial run never is
+        verdict = run.report["verdict"]
+        assert verdict["scope"] == "selected" and verdict["conformant"] is None  # a partial run decides nothing
+        # ... but says whether its selection passes, and exits 0 exactly then (a CI gate on one clause)
+        assert verdict["selected_pass"] == (b.status != "FAIL" and not (b.also & run.with_status("FAIL")))
+        assert (run.returncode == 0) == verdict["selected_pass"], run.stdout[-3000:]
     else:
         assert findings == declared, (
             f"{name}: expected findings {sorted(declared)}, got {sorted(findings)}\n{run.stdout[-3000:]}"

@@ -8,10 +8,12 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from acp_conformance.clauses import registry
+from acp_conformance.errors import ConfigurationError
 from acp_conformance.reporting import RunResults
 from acp_conformance.reporting import TestRecord as Record
 from acp_conformance.results import ClauseResult, Status, adjust, breach_status
@@ -23,9 +25,7 @@ STATUSES = list(Status)
 
 @settings(max_examples=200, deadline=None)
 @given(
-    results=st.lists(
-        st.tuples(st.sampled_from(CLIENT_CLAUSES), st.sampled_from(STATUSES)), min_size=1, max_size=40
-    ),
+    results=st.lists(st.tuples(st.sampled_from(CLIENT_CLAUSES), st.sampled_from(STATUSES)), min_size=1, max_size=40),
     checked=st.sets(st.sampled_from(CLIENT_CLAUSES)),
 )
 def test_no_report_shows_a_must_fail_beside_a_conformant_verdict(
@@ -85,3 +85,46 @@ def test_reports_carry_no_path_of_the_machine_that_wrote_them(tmp_path: Path) ->
         assert machine not in text
     assert "scenarios/agent/cancel-long-turn.yaml:36" in text  # a checkout path stays, relative
     assert "<site-packages>/acp/connection.py" in text and "python -m mock_agent.relay" in text
+
+
+def test_a_partial_run_judges_its_selection_and_never_says_conformant() -> None:
+    run = RunResults(
+        registry=REG,
+        role="agent",
+        command="a",
+        checked={"cancel.stop-reason", "cancel.no-error"},
+        selection="--acp-clause cancel.*",
+        selected=frozenset({"cancel.stop-reason", "cancel.no-error"}),
+    )
+    run.add(Record("t::a", "passed", [ClauseResult("cancel.stop-reason", Status.PASS)]))
+    v = run.verdict()
+    assert v["scope"] == "selected" and v["conformant"] is None and v["selected_pass"] and run.passed()
+    assert v["judged"] == ["cancel.stop-reason"] and v["not_tested_mandatory"] == []
+    assert run.verdict_line().startswith("SELECTED CLAUSES: all PASS (1 of 2 selected clauses judged")
+    run.add(Record("t::b", "failed", [ClauseResult("cancel.no-error", Status.FAIL, "an error")]))
+    assert not run.passed() and run.verdict()["failed_mandatory"] == ["cancel.no-error"]
+    assert run.verdict_line().startswith("SELECTED CLAUSES: 1 FAIL (cancel.no-error)")
+    full = RunResults(registry=REG, role="agent", command="a", checked={"cancel.stop-reason", "cancel.no-error"})
+    full.add(Record("t::a", "passed", [ClauseResult("cancel.stop-reason", Status.PASS)]))
+    assert full.verdict()["scope"] == "full" and full.verdict()["conformant"] is False  # the rest NOT_TESTED
+
+
+def test_selection_by_glob_prefix_area_and_level() -> None:
+    cancel = {c.id for c in REG.for_role("agent") if c.id.startswith("cancel.")}
+    assert set(REG.select("agent", ["cancel.*"])) == cancel == set(REG.select("agent", ["cancel"]))
+    musts = set(REG.select("agent", ["cancel"], levels=["must"]))
+    assert musts == {c for c in cancel if REG.get(c).level in ("MUST", "MUST NOT")} and musts < cancel
+    assert set(REG.select("agent", areas=["cancellation"])) == {
+        c.id for c in REG.for_role("agent") if c.area == "cancellation"
+    }
+    assert REG.select("agent", ["cancel.stop-reason", "init.first"]) == [
+        c.id for c in REG.for_role("agent") if c.id in ("cancel.stop-reason", "init.first")
+    ]
+    for bad, message in (
+        ({"patterns": ["cancel.stop-reasn"]}, "Did you mean cancel.stop-reason"),
+        ({"areas": ["cancel"]}, "unknown area 'cancel'; the areas are:"),
+        ({"levels": ["OPTIONAL"]}, "unknown level 'OPTIONAL'"),
+        ({"patterns": ["elicit.*"], "levels": ["MAY"], "areas": ["jsonrpc"]}, "names no agent clause"),
+    ):
+        with pytest.raises(ConfigurationError, match=message):
+            REG.select("agent", **bad)
