@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from acp_conformance.core.connection import Role
+from acp_conformance.core.events import Response
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
 from acp_conformance.endpoints.client import (
     ClientCapabilities,
@@ -256,6 +257,8 @@ class AgentHarness(HarnessBase):
                         # violations are evidence either way.  Half a line still in the
                         # decoder is shown first (its EOF violation would come too late).
                         peer.note_unterminated()
+                        if self.peer_info is None:
+                            self._remember_peer_from(peer)
                         found = judge_transcript(transcript, "agent")
                         extra = self._setup_evidence()
                         for r in found:
@@ -281,6 +284,20 @@ class AgentHarness(HarnessBase):
             if spawned and len(spawned[0].stderr_tail) > 0:
                 exc.stderr_tail = list(spawned[0].stderr_tail)[-20:]
             raise
+
+    def _remember_peer_from(self, peer: Peer) -> None:
+        """Tests that send their own ``initialize`` (the initialization tests, often all a partial run
+        selects) still tell the report who the agent is: from the answers they got."""
+        answers = [
+            e.result
+            for e in peer.events
+            if isinstance(e, Response) and e.method == "initialize" and not e.is_error and isinstance(e.result, dict)
+        ]
+        # A v1 answer first; else any answer naming the agent (one to version 999 may echo 999).
+        best = next((a for a in answers if a.get("protocolVersion") == 1), None)
+        best = best or next((a for a in answers if isinstance(a.get("agentInfo"), dict)), None)
+        if best is not None:
+            self._remember_peer(best)
 
     def _remember_peer(self, init: dict[str, Any]) -> None:
         if self.peer_info is None:

@@ -250,7 +250,9 @@ class RunResults:
         lines = [
             f"# ACP conformance report: {self.role} `{data['peer']['command']}`",
             "",
-            f"- Peer: {info.get('name', '?')} {info.get('version', '')}".rstrip(),
+            f"- Peer: {info.get('name')} {info.get('version', '')}".rstrip()
+            if info.get("name")
+            else "- Peer: not identified (no v1 `initialize` answer in this run named it)",
             f"- Schema: {self.schema.get('version')} (sha256 {str(self.schema.get('sha256', ''))[:16]}...)",
             f"- Generated: {data['generated']} by acp-conformance {data['tool']['version']}",
             f"- Tests run: {v['tests']}" + (f" (selection: {self.selection})" if self.selection else ""),

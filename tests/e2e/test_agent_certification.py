@@ -100,6 +100,15 @@ def test_partial_runs_by_prefix_area_and_level_and_collect_only(tmp_path: Path) 
     assert data["verdict"]["judged"] and all(cid.startswith("mode.") for cid in data["verdict"]["judged"])
     assert "--acp-area session-modes" in data["verdict"]["selection"]
     assert "SELECTED CLAUSES: all PASS" in report.with_suffix(".md").read_text()
+    # Tests that send their own initialize (to versions 0 and 999 here) still identify the peer.
+    proc = _pytest(
+        tmp_path,
+        f"--acp-agent={REFERENCE}",
+        "--acp-clause=init.version.latest-otherwise",
+        f"--acp-report-json={report}",
+    )
+    assert json.loads(report.read_text())["peer"]["info"]["name"] == "acp-conformance-mock-agent"
+    assert "- Peer: acp-conformance-mock-agent" in report.with_suffix(".md").read_text()
 
 
 @pytest.mark.parametrize(
