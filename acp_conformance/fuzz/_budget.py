@@ -24,11 +24,11 @@ import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import hypothesis
-from hypothesis import HealthCheck, Phase, reproduce_failure, settings
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+if TYPE_CHECKING:
+    from hypothesis import settings
+    from hypothesis.database import ExampleDatabase
 
 from acp_conformance.errors import ConfigurationError
 
@@ -84,6 +84,8 @@ class FuzzBudget:
         return hint
 
     def database_obj(self) -> ExampleDatabase | None:
+        from hypothesis.database import DirectoryBasedExampleDatabase
+
         return DirectoryBasedExampleDatabase(self.database) if self.database else None
 
 
@@ -136,6 +138,8 @@ def shrink_time_limit(seconds: float) -> Iterator[None]:
 
 def hypothesis_settings(budget: FuzzBudget, **overrides: Any) -> settings:
     """Settings for a campaign against a live peer: no deadline, the blob printed, the budget's database."""
+    import hypothesis
+
     options: dict[str, Any] = {
         "max_examples": budget.examples,
         "deadline": None,
@@ -143,11 +147,16 @@ def hypothesis_settings(budget: FuzzBudget, **overrides: Any) -> settings:
         "derandomize": False,
         "print_blob": True,
         "report_multiple_bugs": True,
-        "suppress_health_check": list(HealthCheck),
-        "phases": (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+        "suppress_health_check": list(hypothesis.HealthCheck),
+        "phases": (
+            hypothesis.Phase.explicit,
+            hypothesis.Phase.reuse,
+            hypothesis.Phase.generate,
+            hypothesis.Phase.shrink,
+        ),
     }
     options.update(overrides)
-    return settings(**options)
+    return hypothesis.settings(**options)
 
 
 def replay_blobs(exc: BaseException) -> Iterator[tuple[BaseException, str | None]]:
@@ -171,4 +180,6 @@ def with_replay(test: Any, budget: FuzzBudget) -> Any:
     blob = budget.replay.strip()
     if blob.startswith(("b'", 'b"')):
         blob = blob[2:-1]
-    return reproduce_failure(hypothesis.__version__, blob.encode())(test)
+    import hypothesis
+
+    return hypothesis.reproduce_failure(hypothesis.__version__, blob.encode())(test)
