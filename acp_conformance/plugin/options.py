@@ -58,6 +58,12 @@ def _peer_options(g: Any) -> None:
     g.addoption("--acp-unstable", action="store_true", help="validate against the unstable schema")
     g.addoption("--acp-report-json", metavar="PATH", help="write the per-clause JSON report (Markdown beside it)")
     g.addoption(
+        "--acp-baseline",
+        metavar="FILE",
+        help="expected failures (YAML, per role): pass when every FAIL is listed; fail on a new FAIL or a stale entry",
+    )
+    g.addoption("--acp-write-baseline", metavar="FILE", help="write this run's FAILs as a baseline file")
+    g.addoption(
         "--acp-clause",
         metavar="ID",
         action="append",

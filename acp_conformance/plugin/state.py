@@ -20,6 +20,7 @@ from acp_conformance.errors import ConfigurationError
 from acp_conformance.plugin import options
 from acp_conformance.plugin.bindings import bindings, passive_clauses
 from acp_conformance.redaction import register_secrets
+from acp_conformance.reporting.baseline import Baseline, load_baseline
 from acp_conformance.schema import SchemaSource, locate_schema
 
 if TYPE_CHECKING:
@@ -47,6 +48,8 @@ class AcpState:
     client: ClientConfig | None = None
     #: The resolved fuzz budget and seed (xdist controller only), for the header and summary.
     fuzz_line: str = ""
+    #: ``--acp-baseline``: the expected failures (workers mark those tests xfail, the reporter gates).
+    baseline: Baseline | None = None
 
     @classmethod
     def from_config(cls, config: pytest.Config, role: str) -> AcpState:
@@ -68,6 +71,11 @@ class AcpState:
             except ConfigurationError as exc:
                 raise pytest.UsageError(f"--acp-clause / --acp-area / --acp-level: {exc}") from None
         state = cls(role, "", schema, SchemaValidator(schema.data), clauses)
+        if opt("acp_baseline"):
+            try:
+                state.baseline = load_baseline(opt("acp_baseline"), registry())
+            except ConfigurationError as exc:
+                raise pytest.UsageError(f"--acp-baseline: {exc}") from None
         if role == "agent":
             state.agent = _agent_config(config)
             state.command = state.agent.command  # a profile name resolves to the installed program

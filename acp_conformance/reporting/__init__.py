@@ -259,6 +259,7 @@ class RunResults:
             "",
             f"**Verdict: {self.verdict_line()}**",
             "",
+            *([f"**Baseline:** {baseline_line(data['baseline'])}", ""] if data.get("baseline") else []),
             "| status | clauses |",
             "|---|---:|",
             *[f"| {k} | {n} |" for k, n in v["counts"].items()],
@@ -269,7 +270,9 @@ class RunResults:
             lines += ["## Findings", "", "| clause | level | status | what was observed |", "|---|---|---|---|"]
             for c in sorted(bad, key=lambda c: (c["status"] != "FAIL", c["status"], c["id"])):
                 msg = next((t["message"] for t in c["tests"] if t["status"] == c["status"]), "")
-                lines.append(f"| `{c['id']}` | {c['level']} | {c['status']} | {_cell(msg)} |")
+                expected = c["status"] == "FAIL" and c["id"] in (data.get("baseline") or {}).get("expected", {})
+                status = f"{c['status']} (expected)" if expected else c["status"]
+                lines.append(f"| `{c['id']}` | {c['level']} | {status} | {_cell(msg)} |")
             lines.append("")
         lines += ["## All clauses by area", ""]
         by_area: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -306,6 +309,15 @@ class RunResults:
         lines.append("")
         lines.append(f"ACP verdict: {self.verdict_line()}")
         return lines
+
+
+def baseline_line(gate: dict[str, Any]) -> str:
+    """The gate's line, from its JSON form (what a report holds)."""
+    from acp_conformance.reporting.baseline import GateResult
+
+    return GateResult(
+        gate["file"], dict(gate["expected"]), list(gate["new"]), dict(gate["stale"]), list(gate["unjudged"])
+    ).line()
 
 
 def _cell(text: str) -> str:

@@ -171,3 +171,32 @@ def test_python_sdk_echo_agent_gets_an_honest_verdict(tmp_path: Path) -> None:
     # agent-client-protocol 0.12.1's echo agent echoes any protocolVersion it is sent (999 too).
     assert run.statuses()["init.version.latest-otherwise"] == "FAIL"
     assert not run.report["verdict"]["conformant"]
+
+
+def test_expected_failures_baseline_gates_on_new_and_stale_entries(tmp_path: Path) -> None:
+    broken = f"{PY} {ROOT / 'tests' / 'peers' / 'broken_agents.py'} echoes-version"
+    select = "--acp-clause=init.version.latest-otherwise"
+    baseline = tmp_path / "baseline.yaml"
+    first = _pytest(tmp_path, f"--acp-agent={broken}", select, f"--acp-write-baseline={baseline}")
+    assert first.returncode == 1, first.stdout[-3000:]
+    assert "init.version.latest-otherwise: observed protocolVersion 0" in baseline.read_text()
+    # Every FAIL listed: the gate passes, the failures show as expected (xfail), exit 0.
+    gated = _pytest(tmp_path, f"--acp-agent={broken}", select, f"--acp-baseline={baseline}")
+    assert gated.returncode == 0, gated.stdout[-3000:]
+    assert (
+        "1 expected FAIL (init.version.latest-otherwise); 0 new FAIL; 0 stale entries: the gate passes" in gated.stdout
+    )
+    assert "xfailed" in gated.stdout
+    # A listed clause that passes now is stale: the gate fails, so the list cannot hide a regression.
+    stale = _pytest(tmp_path, f"--acp-agent={REFERENCE}", select, f"--acp-baseline={baseline}")
+    assert stale.returncode == 1 and "1 stale entry (init.version.latest-otherwise: now PASS)" in stale.stdout
+    # A FAIL the list does not name is new: the gate fails.
+    baseline.write_text("agent:\n  tool.id.unique: known\n")
+    new = _pytest(tmp_path, f"--acp-agent={broken}", select, f"--acp-baseline={baseline}")
+    assert new.returncode == 1 and "1 new FAIL (init.version.latest-otherwise)" in new.stdout
+    # A bad file is a usage error naming the problem, never a traceback.
+    baseline.write_text("agent:\n  cancel.stop-reasn: typo\n")
+    bad = _pytest(tmp_path, f"--acp-agent={REFERENCE}", select, f"--acp-baseline={baseline}")
+    assert (
+        bad.returncode == 4 and "unknown clause id 'cancel.stop-reasn'" in bad.stderr and "Traceback" not in bad.stderr
+    )
