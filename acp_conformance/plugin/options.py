@@ -57,6 +57,7 @@ def _peer_options(g: Any) -> None:
     g.addoption("--acp-schema", metavar="PATH", help="official ACP schema.json (or its directory)")
     g.addoption("--acp-unstable", action="store_true", help="validate against the unstable schema")
     g.addoption("--acp-report-json", metavar="PATH", help="write the per-clause JSON report (Markdown beside it)")
+    g.addoption("--acp-report-junit", metavar="PATH", help="write JUnit XML with one test case per clause")
     g.addoption(
         "--acp-baseline",
         metavar="FILE",

@@ -148,6 +148,13 @@ class Reporter:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(orjson.dumps(self.run.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
             out.with_suffix(".md").write_text(self.run.to_markdown() + "\n", "utf-8")
+        junit = self.config.getoption("acp_report_junit")
+        if junit:
+            from acp_conformance.reporting.junit import junit_xml
+
+            out = Path(junit)
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(junit_xml(self.run.to_json()))
         gate = self._gate()
         if gate is not None:
             # The gate decides: every FAIL listed and no entry stale passes, whatever the verdict.

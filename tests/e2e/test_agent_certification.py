@@ -177,12 +177,26 @@ def test_expected_failures_baseline_gates_on_new_and_stale_entries(tmp_path: Pat
     broken = f"{PY} {ROOT / 'tests' / 'peers' / 'broken_agents.py'} echoes-version"
     select = "--acp-clause=init.version.latest-otherwise"
     baseline = tmp_path / "baseline.yaml"
-    first = _pytest(tmp_path, f"--acp-agent={broken}", select, f"--acp-write-baseline={baseline}")
+    junit = tmp_path / "clauses.xml"
+    first = _pytest(
+        tmp_path, f"--acp-agent={broken}", select, f"--acp-write-baseline={baseline}", f"--acp-report-junit={junit}"
+    )
     assert first.returncode == 1, first.stdout[-3000:]
+    # One JUnit case per clause, agreeing with the exit status: the FAIL is a <failure> with the clause text.
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+    case = next(c for c in suite.iter("testcase") if c.get("name") == "init.version.latest-otherwise")
+    failure = case.find("failure")
+    assert case.get("classname") == "acp.agent.initialization" and failure is not None
+    assert "observed protocolVersion 0" in (failure.get("message") or "")
+    assert all(c.find("skipped") is not None for c in suite.iter("testcase") if c.get("name") == "cancel.stop-reason")
     assert "init.version.latest-otherwise: observed protocolVersion 0" in baseline.read_text()
     # Every FAIL listed: the gate passes, the failures show as expected (xfail), exit 0.
-    gated = _pytest(tmp_path, f"--acp-agent={broken}", select, f"--acp-baseline={baseline}")
+    gated = _pytest(
+        tmp_path, f"--acp-agent={broken}", select, f"--acp-baseline={baseline}", f"--acp-report-junit={junit}"
+    )
     assert gated.returncode == 0, gated.stdout[-3000:]
+    assert ET.parse(junit).getroot().find("testsuite").get("failures") == "0"  # type: ignore[union-attr]
     assert (
         "1 expected FAIL (init.version.latest-otherwise); 0 new FAIL; 0 stale entries: the gate passes" in gated.stdout
     )
