@@ -6,6 +6,8 @@ Subcommands:
   clauses [--role]  list the clause registry
   clauses --trace ID
                     where one clause is checked, which tests report it, which broken peer proves it
+  report FILE.json...
+                    render the Markdown report (FILE.md) again from saved JSON reports
   check FILE        re-judge a saved transcript (JSONL) offline: every frame is decoded and
                     validated again, so a trace from any tool is judged, not trusted
                     (same as `python -m acp_conformance.scenario check`; --help for its options)
@@ -56,6 +58,24 @@ def _cmd_clauses(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from acp_conformance.reporting.markdown import render_markdown
+
+    for name in args.files:
+        path = Path(name)
+        try:
+            data = json.loads(path.read_text("utf-8"))
+            text = render_markdown(data)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigurationError(f"{name}: not an acp-conformance JSON report ({exc})") from None
+        path.with_suffix(".md").write_text(text + "\n", "utf-8")
+        print(f"wrote {path.with_suffix('.md')}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else list(argv)
     if raw[:1] in (["proxy"], ["check"]):
@@ -80,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--role", choices=("agent", "client"))
     p.add_argument("--trace", metavar="ID", help="where clause ID is checked, reported and proven")
     p.set_defaults(fn=_cmd_clauses)
+    p = sub.add_parser("report", help="render Markdown reports again from saved JSON reports")
+    p.add_argument("files", nargs="+", metavar="FILE.json")
+    p.set_defaults(fn=_cmd_report)
     sub.add_parser("check", help="re-judge a saved transcript offline: check FILE [--role agent|client|both]")
     sub.add_parser("proxy", help="the recording proxy: proxy [--transcript F] [--verdict F] -- AGENT COMMAND")
     args = parser.parse_args(raw)
