@@ -32,6 +32,8 @@ class TestRecord:
     nodeid: str
     outcome: str  # passed / failed / skipped / error
     results: list[ClauseResult]
+    #: Seconds the test took (setup, call and teardown).
+    duration: float = 0.0
 
 
 @dataclass
@@ -195,6 +197,7 @@ class RunResults:
                     {
                         "nodeid": t.nodeid,
                         "outcome": t.outcome,
+                        "duration": round(t.duration, 3),
                         "status": self._adjust(clause, r.status).value,
                         "message": r.message,
                         **({"evidence": r.evidence} if r.evidence and r.status is not Status.PASS else {}),

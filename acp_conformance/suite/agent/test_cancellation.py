@@ -351,8 +351,9 @@ async def test_cancel_request_for_the_prompt_gets_one_answer(acp_agent: AgentHar
         # long turn, where only -32800 or a result can be judged.
         rid, start = await conn.client.send_prompt(sid, acp_agent.config.tool_prompt)
         first = await conn.peer.wait_for(
-            lambda e: (isinstance(e, Request) and e.method == "session/request_permission")
-            or is_prompt_response(rid)(e),
+            lambda e: (
+                (isinstance(e, Request) and e.method == "session/request_permission") or is_prompt_response(rid)(e)
+            ),
             start=start,
             what="a permission request or the end of the tool turn",
             awaiting="session/prompt",
@@ -529,9 +530,7 @@ HELD_METHODS = ("fs/*", "terminal/*")
 
 
 @pytest.mark.clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
-async def test_cancel_while_a_client_request_is_held(
-    acp_agent: AgentHarness, request: pytest.FixtureRequest
-) -> None:
+async def test_cancel_while_a_client_request_is_held(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
     """Allow the tool, hold the first ``fs/*`` or ``terminal/*`` request the agent then makes,
     cancel while it is held, then serve it: the agent was waiting for us when the cancel went
     out, so the turn must end ``cancelled`` (the provable form of a cancel mid-tool)."""

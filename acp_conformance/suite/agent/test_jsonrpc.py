@@ -94,11 +94,7 @@ def answers_to_notifications(events: Sequence[Event]) -> list[str]:
     """What in ``events`` answers a notification: a response that pairs with no request of ours,
     or an answer without any id that the core attributed to a notification."""
     out = [f"a response with id {e.id!r}" for e in events if isinstance(e, Response) and e.method is None]
-    out += [
-        v.message
-        for v in events
-        if isinstance(v, Violation) and v.clause_id == "jsonrpc.notification-no-response"
-    ]
+    out += [v.message for v in events if isinstance(v, Violation) and v.clause_id == "jsonrpc.notification-no-response"]
     return out
 
 

@@ -78,8 +78,11 @@ async def test_read_text_file(acp_client: ClientHarness) -> None:
             )
         else:
             # No error at all is judged on fs.read.missing; which code it would have had is unknown.
-            acp_client.record("error.resource-not-found", Status.INCONCLUSIVE,
-                              "the client answered the read of a missing file without an error")
+            acp_client.record(
+                "error.resource-not-found",
+                Status.INCONCLUSIVE,
+                "the client answered the read of a missing file without an error",
+            )
         await turn.end()
 
 

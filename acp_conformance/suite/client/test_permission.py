@@ -155,5 +155,8 @@ async def test_cancel_a_running_turn(acp_client: ClientHarness) -> None:
         )
         await turn.tool_update(running, "in_progress")  # late tool call updates are still accepted
         await turn.end("cancelled")
-        await manual_check(acp_client, "cancel.client-marks-tools",
-                           "Did the editor show the 'Long refactoring' tool call as cancelled?")
+        await manual_check(
+            acp_client,
+            "cancel.client-marks-tools",
+            "Did the editor show the 'Long refactoring' tool call as cancelled?",
+        )

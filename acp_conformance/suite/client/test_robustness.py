@@ -65,14 +65,20 @@ async def test_unknown_update_kinds_sessions_and_tool_calls(acp_client: ClientHa
             {"sessionUpdate": "acp_conformance_future_kind", "content": {"type": "text", "text": "?"}, "level": 3},
             validate=False,
         )
-        await turn.update({"sessionUpdate": "tool_call_update", "toolCallId": "never-announced-42",
-                           "status": "completed"})
+        await turn.update(
+            {"sessionUpdate": "tool_call_update", "toolCallId": "never-announced-42", "status": "completed"}
+        )
         await turn.update(
             {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "for nobody"}},
             session_id="sess-that-does-not-exist",
         )
-        await _still_answers(acp_client, turn, "jsonrpc.every-request-answered",
-                             "unknown update kinds, tool calls and sessions", baseline)
+        await _still_answers(
+            acp_client,
+            turn,
+            "jsonrpc.every-request-answered",
+            "unknown update kinds, tool calls and sessions",
+            baseline,
+        )
         await turn.end()
 
 
@@ -172,14 +178,19 @@ async def test_stray_responses_and_shared_ids(acp_client: ClientHarness) -> None
             params = {
                 "sessionId": turn.session_id,
                 "toolCall": {"toolCallId": "shared-id", "title": "Shared id", "status": "pending"},
-                "options": [{"optionId": "ok-1", "name": "OK", "kind": "allow_once"},
-                            {"optionId": "no-1", "name": "No", "kind": "reject_once"}],
+                "options": [
+                    {"optionId": "ok-1", "name": "OK", "kind": "allow_once"},
+                    {"optionId": "no-1", "name": "No", "kind": "reject_once"},
+                ],
             }
             resp = await conn.peer.call("session/request_permission", params, id=turn.request.id)
         except PeerError as exc:
-            acp_client.check("jsonrpc.id-spaces-independent", False,
-                             "an answer to our request that reuses the id of the client's own pending request",
-                             exc.message)
+            acp_client.check(
+                "jsonrpc.id-spaces-independent",
+                False,
+                "an answer to our request that reuses the id of the client's own pending request",
+                exc.message,
+            )
             return
         acp_client.check(
             "jsonrpc.id-spaces-independent",
@@ -230,4 +241,3 @@ async def test_stderr_flood(acp_client: ClientHarness) -> None:
             return
         await _still_answers(acp_client, turn, "transport.stdio.stderr-logs", "a 2 MiB stderr flood", baseline)
         await turn.end()
-

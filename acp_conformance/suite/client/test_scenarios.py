@@ -355,7 +355,8 @@ async def test_scenario(acp_client: ClientHarness, path: Path) -> None:
             _close_answered_turns(conn)
         await settle(conn.peer, scenario)  # the file's own answers: prompts it holds are not waited for
         early = [
-            e for e in list(conn.peer.events)[:taken_over]
+            e
+            for e in list(conn.peer.events)[:taken_over]
             if isinstance(e, Request) and e.method in how.scenario.answers
         ]
         if early:

@@ -58,8 +58,12 @@ async def test_terminal_runs_a_command(acp_client: ClientHarness) -> None:
         cwd = str(session_dir(conn, turn))
         created = await turn.create_terminal("sh", ["-c", "printf 'hello\\n'; exit 3"], cwd=cwd)
         tid = _tid(created)
-        acp_client.check("term.wait", tid is not None, "terminal/create to answer with a terminalId",
-                         f"error {created.error!r}" if created.is_error else f"result {created.result!r}")
+        acp_client.check(
+            "term.wait",
+            tid is not None,
+            "terminal/create to answer with a terminalId",
+            f"error {created.error!r}" if created.is_error else f"result {created.result!r}",
+        )
         waited = await turn.terminal("wait_for_exit", tid)
         status = waited.result if isinstance(waited.result, dict) else None
         acp_client.check(
@@ -78,14 +82,20 @@ async def test_terminal_runs_a_command(acp_client: ClientHarness) -> None:
         result = out.result if isinstance(out.result, dict) else {}
         acp_client.check(
             "term.output.shape",
-            result.get("output") == "hello\n" and result.get("truncated") is False
-            and isinstance(result.get("exitStatus"), dict) and result["exitStatus"].get("exitCode") == 3,
+            result.get("output") == "hello\n"
+            and result.get("truncated") is False
+            and isinstance(result.get("exitStatus"), dict)
+            and result["exitStatus"].get("exitCode") == 3,
             'output "hello\\n", truncated false and the exitStatus of the exited command',
             f"error {out.error!r}" if out.is_error else f"result {out.result!r}",
         )
         released = await turn.terminal("release", tid)
-        acp_client.check("term.release.invalidates", not released.is_error, "terminal/release to succeed",
-                         f"error {released.error!r}")
+        acp_client.check(
+            "term.release.invalidates",
+            not released.is_error,
+            "terminal/release to succeed",
+            f"error {released.error!r}",
+        )
         for method in ("output", "wait_for_exit"):
             after = await turn.terminal(method, tid)
             acp_client.check(
@@ -113,21 +123,27 @@ async def test_terminal_kill_keeps_the_id(acp_client: ClientHarness) -> None:
             "term.create.immediate",
             tid is not None,
             f"a terminalId within {limit:g} s for a command that runs {LONG} s",
-            "no answer in time (does it wait for the command to finish?)" if created is None
-            else f"error {created.error!r}" if created.is_error else f"result {created.result!r}",
+            "no answer in time (does it wait for the command to finish?)"
+            if created is None
+            else f"error {created.error!r}"
+            if created.is_error
+            else f"result {created.result!r}",
         )
         out = await turn.terminal("output", tid)
         result = out.result if isinstance(out.result, dict) else {}
         acp_client.check(
             "term.output.shape",
-            not out.is_error and isinstance(result.get("output"), str) and isinstance(result.get("truncated"), bool)
+            not out.is_error
+            and isinstance(result.get("output"), str)
+            and isinstance(result.get("truncated"), bool)
             and result.get("exitStatus") is None,
             "output and truncated, and no exitStatus while the command is still running",
             f"error {out.error!r}" if out.is_error else f"result {out.result!r}",
         )
         killed = await turn.terminal("kill", tid)
-        acp_client.check("term.kill.keeps-id", not killed.is_error, "terminal/kill to succeed",
-                         f"error {killed.error!r}")
+        acp_client.check(
+            "term.kill.keeps-id", not killed.is_error, "terminal/kill to succeed", f"error {killed.error!r}"
+        )
         waited = await turn.terminal("wait_for_exit", tid, timeout=limit)
         acp_client.check(
             "term.kill.keeps-id",
