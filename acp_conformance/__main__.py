@@ -8,6 +8,8 @@ Subcommands:
                     where one clause is checked, which tests report it, which broken peer proves it
   report FILE.json...
                     render the Markdown report (FILE.md) again from saved JSON reports
+  matrix FILE.json... [-o index.html]
+                    the interop matrix of many reports (HTML, and index.md beside it)
   check FILE        re-judge a saved transcript (JSONL) offline: every frame is decoded and
                     validated again, so a trace from any tool is judged, not trusted
                     (same as `python -m acp_conformance.scenario check`; --help for its options)
@@ -76,6 +78,28 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_matrix(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from acp_conformance.reporting.matrix import matrix_html, matrix_markdown, peer_key
+
+    reports = {}
+    for name in args.files:
+        try:
+            data = json.loads(Path(name).read_text("utf-8"))
+            data["peer"]["role"], data["clauses"], data["verdict"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigurationError(f"{name}: not an acp-conformance JSON report ({exc})") from None
+        reports[peer_key(name)] = data
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(matrix_html(reports), "utf-8")
+    out.with_suffix(".md").write_text(matrix_markdown(reports) + "\n", "utf-8")
+    print(f"wrote {out} and {out.with_suffix('.md')} ({len(reports)} reports)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else list(argv)
     if raw[:1] in (["proxy"], ["check"]):
@@ -103,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("report", help="render Markdown reports again from saved JSON reports")
     p.add_argument("files", nargs="+", metavar="FILE.json")
     p.set_defaults(fn=_cmd_report)
+    p = sub.add_parser("matrix", help="the interop matrix of many JSON reports (HTML and Markdown)")
+    p.add_argument("files", nargs="+", metavar="FILE.json")
+    p.add_argument("-o", "--output", default="index.html", help="the HTML page to write (index.md goes beside it)")
+    p.set_defaults(fn=_cmd_matrix)
     sub.add_parser("check", help="re-judge a saved transcript offline: check FILE [--role agent|client|both]")
     sub.add_parser("proxy", help="the recording proxy: proxy [--transcript F] [--verdict F] -- AGENT COMMAND")
     args = parser.parse_args(raw)

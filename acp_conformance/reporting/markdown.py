@@ -16,7 +16,15 @@ import shlex
 from collections import defaultdict
 from typing import Any
 
-__all__ = ["render_markdown", "reproduce_command", "sequence_diagram", "spec_links"]
+__all__ = [
+    "finding_anchor",
+    "frames_of",
+    "label_of",
+    "render_markdown",
+    "reproduce_command",
+    "sequence_diagram",
+    "spec_links",
+]
 
 #: The published v1 docs; a registry reference ``docs/protocol/v1/NAME.mdx § Section`` maps onto it.
 DOCS_SITE = "https://agentclientprotocol.com/protocol"
@@ -64,7 +72,7 @@ def sequence_diagram(evidence: str, role: str, clause_id: str, status: str) -> s
     ``->`` lines are what the suite sent, ``<-`` what the peer sent; the last frame, the one the
     judgement was made on, is followed by a note naming the finding.
     """
-    frames = [(m.group(1), m.group(2)) for m in map(_FRAME.match, evidence.splitlines()) if m]
+    frames = frames_of(evidence)
     if not frames:
         return None
     suite = "client" if role == "agent" else "agent"
@@ -79,13 +87,19 @@ def sequence_diagram(evidence: str, role: str, clause_id: str, status: str) -> s
         frames = frames[-_DIAGRAM_FRAMES:]
     for direction, text in frames:
         arrow = "S->>P" if direction == "->" else "P->>S"
-        lines.append(f"    {arrow}: {_label(text)}")
+        lines.append(f"    {arrow}: {label_of(text)}")
     lines.append(f"    Note over S,P: {status} {clause_id}")
     lines.append("```")
     return "\n".join(lines)
 
 
-def _label(text: str) -> str:
+def frames_of(evidence: str) -> list[tuple[str, str]]:
+    """``(direction, frame text)`` of each frame line of an evidence excerpt (``->`` sent by the
+    suite, ``<-`` by the peer); notes, stderr and profile lines are left out."""
+    return [(m.group(1), m.group(2)) for m in map(_FRAME.match, evidence.splitlines()) if m]
+
+
+def label_of(text: str) -> str:
     """A frame in a few words: method and id, or the result / error it answers with."""
     try:
         msg = json.loads(text)
@@ -170,7 +184,7 @@ def render_markdown(data: dict[str, Any]) -> str:
         for c in findings:
             msg = _message(c)
             status = f"{c['status']} (expected)" if c["status"] == "FAIL" and c["id"] in expected else c["status"]
-            link = f"[`{c['id']}`](#{_anchor(c['id'])})"
+            link = f"[`{c['id']}`](#{finding_anchor(c['id'])})"
             lines.append(f"| {link} | {c['level']} | {status} | {_cell(_clip(msg, 240))} |")
         lines += ["", "## Findings in detail", ""]
         for c in findings:
@@ -187,13 +201,13 @@ def render_markdown(data: dict[str, Any]) -> str:
                 status += " (not observable on the wire)"
             elif not c["checked"]:
                 status += " (no check yet)"
-            name = f"[`{c['id']}`](#{_anchor(c['id'])})" if c["status"] in _ORDER else f"`{c['id']}`"
+            name = f"[`{c['id']}`](#{finding_anchor(c['id'])})" if c["status"] in _ORDER else f"`{c['id']}`"
             lines.append(f"| {name} | {c['level']} | {status} |")
         lines.append("")
     return "\n".join(lines)
 
 
-def _anchor(clause_id: str) -> str:
+def finding_anchor(clause_id: str) -> str:
     return "finding-" + re.sub(r"[^a-z0-9-]", "-", clause_id.lower())
 
 
@@ -205,7 +219,7 @@ def _finding(data: dict[str, Any], c: dict[str, Any], expected: bool) -> list[st
     role = data["peer"]["role"]
     status = f"{c['status']} (expected by the baseline)" if expected else c["status"]
     lines = [
-        f'### <a id="{_anchor(c["id"])}"></a>`{c["id"]}` ({c["level"]}): {status}',
+        f'### <a id="{finding_anchor(c["id"])}"></a>`{c["id"]}` ({c["level"]}): {status}',
         "",
         f"> {c['text']}",
         "",
