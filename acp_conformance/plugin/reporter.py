@@ -20,6 +20,7 @@ from acp_conformance.errors import ConformanceFailure
 from acp_conformance.plugin import options
 from acp_conformance.plugin.bindings import checked_clauses, passive_clauses
 from acp_conformance.plugin.keys import HARNESS, STATE
+from acp_conformance.plugin.markers import marked_clauses
 from acp_conformance.plugin.outcomes import test_results
 from acp_conformance.plugin.state import AcpState
 from acp_conformance.redaction import redactor
@@ -64,7 +65,7 @@ def collect(item: pytest.Item, call: pytest.CallInfo[None], rep: pytest.TestRepo
     if call.when != "teardown":
         return
     outcome, exc = item.stash.get(_CALL, ("error", None))
-    marked = [cid for m in item.iter_markers("clause") for cid in m.args]
+    marked = marked_clauses(item)
     results = test_results(marked, harness, outcome, exc, passive_clauses(harness.peer_word))
     rep.user_properties.append(("acp_results", [r.to_json() for r in results]))
     if harness.peer_info is not None:

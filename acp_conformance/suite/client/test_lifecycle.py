@@ -24,7 +24,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "init.first",
     "init.request.protocol-version",
     "init.request.protocol-version-type",
@@ -100,7 +100,7 @@ async def test_initialize_request(acp_client: ClientHarness) -> None:
         )
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "session.after-init",
     "session.new.params",
     "session.cwd.absolute",
@@ -177,7 +177,7 @@ GATED_METHODS = tuple(AGENT_GATED_METHODS)
 GATED_BLOCKS = tuple(PROMPT_GATED_BLOCKS)
 
 
-@pytest.mark.clause("cap.omitted-unsupported", "cap.all-combinations")
+@pytest.mark.acp_clause("cap.omitted-unsupported", "cap.all-combinations")
 async def test_agent_capabilities_omitted(acp_client: ClientHarness) -> None:
     """The agent answers initialize with an empty agentCapabilities: every capability is absent, so unsupported
     (a client must not read "absent" as "supported"). The client still runs a turn (it copes with an agent that
@@ -245,7 +245,7 @@ def _mcp_server_ok(server: Any) -> bool:
     return False
 
 
-@pytest.mark.clause("init.version.client-disconnect")
+@pytest.mark.acp_clause("init.version.client-disconnect")
 async def test_unsupported_version_answer(acp_client: ClientHarness) -> None:
     """The agent answers initialize with a version no v1 client supports: the client should not go on."""
     async with acp_client.connect(AgentSetup(protocol_version=60000)) as conn:

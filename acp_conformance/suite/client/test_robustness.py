@@ -52,7 +52,7 @@ async def _still_answers(
     return answer
 
 
-@pytest.mark.clause("jsonrpc.every-request-answered")
+@pytest.mark.acp_clause("jsonrpc.every-request-answered")
 async def test_unknown_update_kinds_sessions_and_tool_calls(acp_client: ClientHarness) -> None:
     """A session/update of an unknown kind, a tool_call_update for a toolCallId never announced, and updates
     for a session that does not exist: the client ignores them and still answers the next request."""
@@ -82,7 +82,7 @@ async def test_unknown_update_kinds_sessions_and_tool_calls(acp_client: ClientHa
         await turn.end()
 
 
-@pytest.mark.clause("jsonrpc.every-request-answered")
+@pytest.mark.acp_clause("jsonrpc.every-request-answered")
 async def test_update_flood(acp_client: ClientHarness) -> None:
     """2000 streamed message chunks (about 400 KiB) as fast as the wire takes them, then a permission request:
     the client keeps reading, and answers it as it answered the one before the flood."""
@@ -97,7 +97,7 @@ async def test_update_flood(acp_client: ClientHarness) -> None:
         await turn.end()
 
 
-@pytest.mark.clause("ext.meta.everywhere", "ext.meta.no-assumptions", "cap.custom-meta")
+@pytest.mark.acp_clause("ext.meta.everywhere", "ext.meta.no-assumptions", "cap.custom-meta")
 async def test_meta_everywhere(acp_client: ClientHarness) -> None:
     """``_meta`` on the initialize result, the capabilities, the session, every update, content block and
     request, with values the client cannot know: it accepts them all and behaves as without."""
@@ -138,7 +138,7 @@ async def test_meta_everywhere(acp_client: ClientHarness) -> None:
         await turn.end()
 
 
-@pytest.mark.clause("ext.notification.ignore", "jsonrpc.notification-no-response")
+@pytest.mark.acp_clause("ext.notification.ignore", "jsonrpc.notification-no-response")
 async def test_unknown_extension_notifications(acp_client: ClientHarness) -> None:
     """Unknown ``_`` notifications are ignored: never answered, and the session goes on."""
     require(acp_client, "prompt")
@@ -159,7 +159,7 @@ async def test_unknown_extension_notifications(acp_client: ClientHarness) -> Non
         await turn.end()
 
 
-@pytest.mark.clause("jsonrpc.id-spaces-independent")
+@pytest.mark.acp_clause("jsonrpc.id-spaces-independent")
 async def test_stray_responses_and_shared_ids(acp_client: ClientHarness) -> None:
     """A response to an id the client never used, a second response to its initialize, and a request whose id
     equals the client's pending session/prompt id: the client keeps its id spaces apart and goes on."""
@@ -203,7 +203,7 @@ async def test_stray_responses_and_shared_ids(acp_client: ClientHarness) -> None
         await turn.end()
 
 
-@pytest.mark.clause("transport.stdio.stderr-logs")
+@pytest.mark.acp_clause("transport.stdio.stderr-logs")
 async def test_stderr_flood(acp_client: ClientHarness) -> None:
     """The agent writes 2 MiB to stderr, protocol-looking lines included: the client keeps draining it,
     never parses it, and answers the next request."""

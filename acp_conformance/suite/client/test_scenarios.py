@@ -230,7 +230,7 @@ def _library() -> list[Any]:
         if scenario.plays != "agent" or "not-in-suite" in scenario.tags:
             continue
         plan(scenario)  # and so is one this suite cannot play
-        params.append(pytest.param(path, marks=pytest.mark.clause(*scenario.clauses()), id=scenario.scenario))
+        params.append(pytest.param(path, marks=pytest.mark.acp_clause(*scenario.clauses()), id=scenario.scenario))
     return params
 
 

@@ -49,7 +49,7 @@ def _exit_status_ok(status: Any) -> bool:
     return code_ok and (sig is None or isinstance(sig, str))
 
 
-@pytest.mark.clause("term.wait", "term.output.shape", "term.exit-status.shape", "term.release.invalidates")
+@pytest.mark.acp_clause("term.wait", "term.output.shape", "term.exit-status.shape", "term.release.invalidates")
 async def test_terminal_runs_a_command(acp_client: ClientHarness) -> None:
     """create -> wait_for_exit (exit code 3) -> output ("hello", exitStatus) -> release -> the id is gone."""
     require(acp_client, "prompt")
@@ -107,7 +107,7 @@ async def test_terminal_runs_a_command(acp_client: ClientHarness) -> None:
         await turn.end()
 
 
-@pytest.mark.clause("term.create.immediate", "term.output.shape", "term.kill.keeps-id")
+@pytest.mark.acp_clause("term.create.immediate", "term.output.shape", "term.kill.keeps-id")
 async def test_terminal_kill_keeps_the_id(acp_client: ClientHarness) -> None:
     """A long command: create answers at once; output has no exitStatus yet; kill stops it and the id still
     works for output and wait_for_exit."""
@@ -199,7 +199,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.clause("term.release.kills")
+@pytest.mark.acp_clause("term.release.kills")
 async def test_release_kills_a_running_command(acp_client: ClientHarness) -> None:
     """Releasing a terminal whose command still runs kills the command (checked by its pid)."""
     require(acp_client, "prompt")
@@ -233,7 +233,7 @@ async def test_release_kills_a_running_command(acp_client: ClientHarness) -> Non
         await turn.end()
 
 
-@pytest.mark.clause("term.output.truncate-head", "term.output.char-boundary")
+@pytest.mark.acp_clause("term.output.truncate-head", "term.output.char-boundary")
 async def test_output_byte_limit_keeps_the_tail(acp_client: ClientHarness) -> None:
     """outputByteLimit cuts from the front, never inside a UTF-8 character, and sets truncated."""
     require(acp_client, "prompt")
