@@ -19,6 +19,7 @@ from typing import Any
 __all__ = [
     "finding_anchor",
     "frames_of",
+    "judged_frame",
     "label_of",
     "render_markdown",
     "reproduce_command",
@@ -69,8 +70,8 @@ def reproduce_command(data: dict[str, Any], clause_id: str, message: str) -> str
 def sequence_diagram(evidence: str, role: str, clause_id: str, status: str) -> str | None:
     """The frames of an evidence excerpt as a Mermaid ``sequenceDiagram``, or None without frames.
 
-    ``->`` lines are what the suite sent, ``<-`` what the peer sent; the last frame, the one the
-    judgement was made on, is followed by a note naming the finding.
+    ``->`` lines are what the suite sent, ``<-`` what the peer sent; the frame the finding is
+    about (:func:`judged_frame`) is followed by a note naming it.
     """
     frames = frames_of(evidence)
     if not frames:
@@ -85,10 +86,12 @@ def sequence_diagram(evidence: str, role: str, clause_id: str, status: str) -> s
     if len(frames) > _DIAGRAM_FRAMES:
         lines.append(f"    Note over S,P: {len(frames) - _DIAGRAM_FRAMES} earlier frames")
         frames = frames[-_DIAGRAM_FRAMES:]
-    for direction, text in frames:
+    judged = judged_frame(frames)
+    for n, (direction, text) in enumerate(frames):
         arrow = "S->>P" if direction == "->" else "P->>S"
         lines.append(f"    {arrow}: {label_of(text)}")
-    lines.append(f"    Note over S,P: {status} {clause_id}")
+        if n == judged:
+            lines.append(f"    Note over S,P: {status} {clause_id}")
     lines.append("```")
     return "\n".join(lines)
 
@@ -97,6 +100,28 @@ def frames_of(evidence: str) -> list[tuple[str, str]]:
     """``(direction, frame text)`` of each frame line of an evidence excerpt (``->`` sent by the
     suite, ``<-`` by the peer); notes, stderr and profile lines are left out."""
     return [(m.group(1), m.group(2)) for m in map(_FRAME.match, evidence.splitlines()) if m]
+
+
+def judged_frame(frames: list[tuple[str, str]]) -> int:
+    """The index of the frame a finding is most likely about: the last frame that is not one of
+    the suite's own probes (``_acp_conformance/...`` pings and flushes sent to learn that the peer
+    had read everything) or the peer's answer to one."""
+    probe_ids: set[str] = set()
+    for direction, text in frames:
+        if direction == "->" and "acp_conformance" in label_of(text).split(" (id")[0]:
+            m = re.search(r'"id":(-?\d+|"[^"]*")', text)
+            if m:
+                probe_ids.add(m.group(1))
+    for n in range(len(frames) - 1, -1, -1):
+        direction, text = frames[n]
+        label = label_of(text)
+        if "acp_conformance" in label.split(" (id")[0]:
+            continue
+        m = re.search(r'"id":(-?\d+|"[^"]*")', text)
+        if direction == "<-" and m and m.group(1) in probe_ids and "method" not in text[:80]:
+            continue
+        return n
+    return len(frames) - 1
 
 
 def label_of(text: str) -> str:

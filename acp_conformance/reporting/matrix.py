@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from acp_conformance.reporting.markdown import frames_of, label_of, reproduce_command, spec_links
+from acp_conformance.reporting.markdown import frames_of, judged_frame, label_of, reproduce_command, spec_links
 
 __all__ = ["matrix_html", "matrix_markdown", "peer_key", "svg_sequence"]
 
@@ -57,6 +57,10 @@ def _verdict(report: dict[str, Any]) -> str:
     return "CONFORMANT" if v["conformant"] else "NOT CONFORMANT"
 
 
+def _verdict_class(report: dict[str, Any]) -> str:
+    return "v-good" if _verdict(report) in ("CONFORMANT", "selection passes") else "v-bad"
+
+
 def _by_role(reports: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     out: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for name, report in sorted(reports.items()):
@@ -66,7 +70,7 @@ def _by_role(reports: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str
 
 def svg_sequence(evidence: str, role: str, status: str) -> str:
     """The exchange of an evidence excerpt as an inline SVG: two lanes, one arrow per frame, the
-    last (the frame judged) drawn in the finding's colour. Empty when the excerpt has no frames."""
+    frame the finding is about drawn in its colour. Empty when the excerpt has no frames."""
     frames = frames_of(evidence)[-24:]
     if not frames:
         return ""
@@ -81,9 +85,10 @@ def svg_sequence(evidence: str, role: str, status: str) -> str:
         f'<line x1="{left}" y1="26" x2="{left}" y2="{height}" stroke="#999"/>',
         f'<line x1="{right}" y1="26" x2="{right}" y2="{height}" stroke="#999"/>',
     ]
+    judged = judged_frame(frames)
     for n, (direction, text) in enumerate(frames):
         y = top + step * n
-        last = n == len(frames) - 1
+        last = n == judged
         colour = _COLOURS.get(status, "#000") if last else "#333"
         x1, x2 = (left, right) if direction == "->" else (right, left)
         tip = x2 - 8 if x2 > x1 else x2 + 8
@@ -111,7 +116,8 @@ def matrix_html(reports: dict[str, dict[str, Any]]) -> str:
             r = peers[n]
             counts = ", ".join(f"{k} {v}" for k, v in r["verdict"]["counts"].items() if k in ("FAIL", "WARN", "PASS"))
             body.append(
-                f'<td class="peer-summary" data-peer="{html.escape(n)}"><b>{_verdict(r)}</b><br>'
+                f'<td class="peer-summary" data-peer="{html.escape(n)}">'
+                f'<b class="{_verdict_class(r)}">{_verdict(r)}</b><br>'
                 f"{html.escape(_peer_title(r))}<br><small>{html.escape(counts)}</small></td>"
             )
         body.append("</tr>")
@@ -126,7 +132,10 @@ def matrix_html(reports: dict[str, dict[str, Any]]) -> str:
         for area, clauses in rows.items():
             body.append(f'<tr class="area"><th colspan="{2 + len(names)}">{html.escape(area)}</th></tr>')
             for cid, level, _ in clauses:
-                body.append(f"<tr><td><code>{html.escape(cid)}</code></td><td>{html.escape(level)}</td>")
+                body.append(
+                    f'<tr><td class="clause"><code>{html.escape(cid)}</code></td>'
+                    f'<td class="level">{html.escape(level)}</td>'
+                )
                 for n in names:
                     st = status[n].get(cid, "")
                     text = html.escape(st.replace("_", " ").lower())
@@ -165,7 +174,8 @@ def matrix_html(reports: dict[str, dict[str, Any]]) -> str:
         "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"
         "table.matrix{border-collapse:collapse;font-size:13px}"
         "table.matrix td,table.matrix th{border:1px solid #ccc;padding:2px 6px}"
-        "tr.area th{background:#f5f5f5;text-align:left}"
+        "tr.area th{background:#f5f5f5;text-align:left} td.clause,td.level{white-space:nowrap}"
+        ".v-bad{color:#c62828} .v-good{color:#2e7d32}"
         "td.cell a{color:inherit} .badge{padding:1px 6px;border-radius:3px}"
         "section.finding{border-top:1px solid #ddd;margin-top:1.5em} pre{white-space:pre-wrap;word-break:break-all}"
         f"{style}</style></head><body><h1>ACP v1 conformance: interop matrix</h1>"

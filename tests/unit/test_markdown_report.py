@@ -9,7 +9,13 @@ from acp_conformance.__main__ import main
 from acp_conformance.clauses import registry
 from acp_conformance.reporting import RunResults
 from acp_conformance.reporting import TestRecord as Record
-from acp_conformance.reporting.markdown import render_markdown, reproduce_command, sequence_diagram, spec_links
+from acp_conformance.reporting.markdown import (
+    judged_frame,
+    render_markdown,
+    reproduce_command,
+    sequence_diagram,
+    spec_links,
+)
 from acp_conformance.results import ClauseResult, Status
 
 REG = registry()
@@ -83,3 +89,13 @@ def test_report_command_renders_the_same_markdown_from_saved_json(tmp_path: Path
     bad = tmp_path / "bad.json"
     bad.write_text("[]")
     assert main(["report", str(bad)]) == 2
+
+
+def test_the_frame_judged_is_not_one_of_our_probes() -> None:
+    frames = [
+        ("->", '{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{}}'),
+        ("<-", '{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'),
+        ("->", '{"jsonrpc":"2.0","id":4,"method":"_acp_conformance/ping","params":{}}'),
+        ("<-", '{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"nope"}}'),
+    ]
+    assert judged_frame(frames) == 1
