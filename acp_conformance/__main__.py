@@ -1,7 +1,7 @@
 """``python -m acp_conformance``: small utilities around the suite.
 
 Subcommands:
-  fetch-schema      fill the per-user schema cache via `npm pack` (no checkout needed)
+  fetch-schema      fill the per-user schema cache from the npm registry (no Node, no checkout)
   schema            show which schema would be used, and from where
   clauses [--role]  list the clause registry
   clauses --trace ID
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m acp_conformance", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("fetch-schema", help="fill the per-user schema cache via npm pack").set_defaults(
+    sub.add_parser("fetch-schema", help="fill the per-user schema cache from the npm registry (no Node)").set_defaults(
         fn=_cmd_fetch_schema
     )
     p = sub.add_parser("schema", help="show the schema that would be used")

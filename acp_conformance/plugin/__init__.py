@@ -69,6 +69,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     lines = [
         f"acp {state.role}: {state.command}",
         f"acp schema: {s.version} from {s.source} {s.path} (sha256 {s.sha256[:12]})",
+        *([f"acp schema WARNING: {s.mismatch()}"] if s.mismatch() else []),
     ]
     if state.client is not None:
         c = state.client
