@@ -1,11 +1,15 @@
 """``python -m acp_conformance``: small utilities around the suite.
 
 Subcommands:
-  fetch-schema      fill the per-user schema cache via `npm pack` (no checkout needed)
+  fetch-schema      fill the per-user schema cache from the npm registry (no Node, no checkout)
   schema            show which schema would be used, and from where
   clauses [--role]  list the clause registry
   clauses --trace ID
                     where one clause is checked, which tests report it, which broken peer proves it
+  report FILE.json...
+                    render the Markdown report (FILE.md) again from saved JSON reports
+  matrix FILE.json... [-o index.html]
+                    the interop matrix of many reports (HTML, and index.md beside it)
   check FILE        re-judge a saved transcript (JSONL) offline: every frame is decoded and
                     validated again, so a trace from any tool is judged, not trusted
                     (same as `python -m acp_conformance.scenario check`; --help for its options)
@@ -56,6 +60,46 @@ def _cmd_clauses(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from acp_conformance.reporting.markdown import render_markdown
+
+    for name in args.files:
+        path = Path(name)
+        try:
+            data = json.loads(path.read_text("utf-8"))
+            text = render_markdown(data)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigurationError(f"{name}: not an acp-conformance JSON report ({exc})") from None
+        path.with_suffix(".md").write_text(text + "\n", "utf-8")
+        print(f"wrote {path.with_suffix('.md')}")
+    return 0
+
+
+def _cmd_matrix(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from acp_conformance.reporting.matrix import matrix_html, matrix_markdown, peer_key
+
+    reports = {}
+    for name in args.files:
+        try:
+            data = json.loads(Path(name).read_text("utf-8"))
+            data["peer"]["role"], data["clauses"], data["verdict"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigurationError(f"{name}: not an acp-conformance JSON report ({exc})") from None
+        reports[peer_key(name)] = data
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(matrix_html(reports), "utf-8")
+    out.with_suffix(".md").write_text(matrix_markdown(reports) + "\n", "utf-8")
+    print(f"wrote {out} and {out.with_suffix('.md')} ({len(reports)} reports)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else list(argv)
     if raw[:1] in (["proxy"], ["check"]):
@@ -69,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m acp_conformance", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     sub = parser.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("fetch-schema", help="fill the per-user schema cache via npm pack").set_defaults(
+    sub.add_parser("fetch-schema", help="fill the per-user schema cache from the npm registry (no Node)").set_defaults(
         fn=_cmd_fetch_schema
     )
     p = sub.add_parser("schema", help="show the schema that would be used")
@@ -80,6 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--role", choices=("agent", "client"))
     p.add_argument("--trace", metavar="ID", help="where clause ID is checked, reported and proven")
     p.set_defaults(fn=_cmd_clauses)
+    p = sub.add_parser("report", help="render Markdown reports again from saved JSON reports")
+    p.add_argument("files", nargs="+", metavar="FILE.json")
+    p.set_defaults(fn=_cmd_report)
+    p = sub.add_parser("matrix", help="the interop matrix of many JSON reports (HTML and Markdown)")
+    p.add_argument("files", nargs="+", metavar="FILE.json")
+    p.add_argument("-o", "--output", default="index.html", help="the HTML page to write (index.md goes beside it)")
+    p.set_defaults(fn=_cmd_matrix)
     sub.add_parser("check", help="re-judge a saved transcript offline: check FILE [--role agent|client|both]")
     sub.add_parser("proxy", help="the recording proxy: proxy [--transcript F] [--verdict F] -- AGENT COMMAND")
     args = parser.parse_args(raw)

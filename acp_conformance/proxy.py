@@ -328,9 +328,7 @@ def _finish(tap: WireTap, opts: ProxyOptions) -> None:
     if not opts.quiet:
         for side in ("agent", "client"):
             bad = verdict[side]["failed"]
-            sys.stderr.write(
-                f"acp-proxy: {side}: {len(bad)} clause(s) FAIL{': ' + ', '.join(bad) if bad else ''}\n"
-            )
+            sys.stderr.write(f"acp-proxy: {side}: {len(bad)} clause(s) FAIL{': ' + ', '.join(bad) if bad else ''}\n")
 
 
 def proxy_verdict(tap: WireTap, command: list[str] | str) -> dict[str, Any]:

@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, int]] = [
     ("acp_conformance.reporting", 6),
     ("acp_conformance.plugin", 7),
     ("acp_conformance.suite", 7),
+    ("acp_conformance.testing", 7),
     ("acp_conformance.__main__", 8),
     ("acp_conformance", 8),
 ]

@@ -4,7 +4,7 @@ One record per requirement (``registry.toml`` beside this file), seeded
 from the upstream paraphrased catalog and corrected where the docs or the
 schema disagree (``CHANGES.md``).  IDs are the public vocabulary of
 reports: an ID never changes meaning.  Tests bind to clauses with
-``@pytest.mark.clause("cancel.stop-reason")``; unknown IDs are usage
+``@pytest.mark.acp_clause("cancel.stop-reason")``; unknown IDs are usage
 errors, and a meta-test requires every clause to be bound to a test or to
 carry the reason it cannot be observed on the wire.
 """

@@ -50,6 +50,7 @@ from acp_conformance.transport.process import ProcessTransport, spawn
 __all__ = ["AcpSpecWarning", "AgentConfig", "AgentHarness", "Connection", "PreparedPeer", "judge_transcript"]
 # AcpSpecWarning and judge_transcript live in harness.base; re-exported here for the suites.
 
+
 @dataclass
 class AgentConfig:
     """How to start and talk to the agent under test (from the CLI options)."""

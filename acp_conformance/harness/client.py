@@ -211,9 +211,13 @@ class ClientHarness(HarnessBase):
             if self.mode == "auto":
                 reason = self.profile.unsupported(action, self.config.command)
             elif self.mode == "agent-initiated":
-                reason = None if action == "prompt" else (
-                    f"needs a person to act ({action}); in agent-initiated mode only the first prompt comes "
-                    "from a person: run with --acp-client-mode=manual"
+                reason = (
+                    None
+                    if action == "prompt"
+                    else (
+                        f"needs a person to act ({action}); in agent-initiated mode only the first prompt comes "
+                        "from a person: run with --acp-client-mode=manual"
+                    )
                 )
             else:
                 reason = None  # manual: the person is told what to do
@@ -237,8 +241,9 @@ class ClientHarness(HarnessBase):
             try:
                 os.kill(proc.pid, p.signal_number())
             except ProcessLookupError:
-                raise PeerExited("the client exited before it could be told to cancel", proc.returncode,
-                                 list(proc.stderr_tail)) from None
+                raise PeerExited(
+                    "the client exited before it could be told to cancel", proc.returncode, list(proc.stderr_tail)
+                ) from None
         elif p.cancel_via == "stdin":
             await proc.send(p.cancel_text.encode() + b"\n")
         elif p.cancel_via == "command":
@@ -302,14 +307,16 @@ class ClientHarness(HarnessBase):
             async with open_control_server(kind, address=self.config.control, token=self.config.token) as server:
                 async with self._start_client(server, sandbox, transcript, permission, prompt) as (proc, argv):
                     relay = await self._await_relay(server, proc, transcript)
-                    async with self._session(setup, relay, transcript, sandbox, proc, permission, argv,
-                                             wait_initialize) as conn:
+                    async with self._session(
+                        setup, relay, transcript, sandbox, proc, permission, argv, wait_initialize
+                    ) as conn:
                         yield conn
         else:
             async with open_control_server(address=self.config.control, token=self.config.token or "") as server:
                 relay = await self._await_person(server, setup, permission)
-                async with self._session(setup, relay, transcript, sandbox, None, permission, [],
-                                         wait_initialize) as conn:
+                async with self._session(
+                    setup, relay, transcript, sandbox, None, permission, [], wait_initialize
+                ) as conn:
                     yield conn
 
     @asynccontextmanager

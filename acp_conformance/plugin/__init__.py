@@ -35,7 +35,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "clause(*ids): the ACP clause ids this test checks")
+    config.addinivalue_line("markers", "acp_clause(*ids): the ACP clause ids this test checks")
     agent, client = config.getoption("acp_agent"), config.getoption("acp_client")
     for name, value in (("--acp-agent", agent), ("--acp-client", client)):
         if value is not None and not value.strip():
@@ -44,6 +44,8 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("give either --acp-agent or --acp-client, not both")
     if not agent and not client:
         return
+    # The bundled suite's old marker name, registered only when the suite runs.
+    config.addinivalue_line("markers", "clause(*ids): alias of acp_clause inside the bundled suite")
     from acp_conformance.plugin.bindings import suite_dir
     from acp_conformance.plugin.reporter import Reporter
     from acp_conformance.plugin.state import AcpState
@@ -67,6 +69,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     lines = [
         f"acp {state.role}: {state.command}",
         f"acp schema: {s.version} from {s.source} {s.path} (sha256 {s.sha256[:12]})",
+        *([f"acp schema WARNING: {s.mismatch()}"] if s.mismatch() else []),
     ]
     if state.client is not None:
         c = state.client
@@ -86,31 +89,33 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    marked = [item for item in items if any(True for _ in item.iter_markers("clause"))]
-    if marked:
+    state = config.stash.get(STATE, None)
+    if state is None:
+        return  # without --acp-agent / --acp-client the plugin judges nothing, markers included
+    from acp_conformance.plugin.markers import marked_clauses
+
+    marked = [(item, marked_clauses(item)) for item in items]
+    if any(ids for _, ids in marked):
         from acp_conformance.clauses import registry
         from acp_conformance.errors import ConfigurationError
 
         reg = registry()
-        for item in marked:
-            for mark in item.iter_markers("clause"):
-                for cid in mark.args:
-                    if cid not in reg:
-                        try:
-                            reg.get(cid)
-                        except ConfigurationError as exc:
-                            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.clause: {exc}") from None
-    state = config.stash.get(STATE, None)
-    if state is None or not state.clauses:
+        for item, ids in marked:
+            for cid in ids:
+                if cid not in reg:
+                    try:
+                        reg.get(cid)
+                    except ConfigurationError as exc:
+                        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.acp_clause: {exc}") from None
+    if not state.clauses:
         return
     if state.unbound_passive():
         return  # a stream-level clause no test is bound to is judged on all traffic: keep the lot
     wanted = set(state.clauses)
     keep: list[pytest.Item] = []
     drop: list[pytest.Item] = []
-    for item in items:
-        ids = {cid for m in item.iter_markers("clause") for cid in m.args}
-        (keep if ids & wanted else drop).append(item)
+    for item, ids in marked:
+        (keep if set(ids) & wanted else drop).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep

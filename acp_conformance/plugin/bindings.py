@@ -1,6 +1,6 @@
 """Which clauses the bundled suite checks (read from its markers, statically).
 
-Computed by importing the suite modules and reading their ``clause``
+Computed by importing the suite modules and reading their ``acp_clause``
 marks, so the answer does not depend on test selection or on which xdist
 worker ran what: a clause deselected with ``-k`` is NOT_TESTED, while a
 clause this suite version has no check for is a coverage gap.
@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from acp_conformance.checks.passive import PASSIVE_CLAUSES
+from acp_conformance.plugin.markers import is_clause_mark
 
 __all__ = ["bindings", "checked_clauses", "passive_clauses", "suite_dir"]
 
@@ -50,12 +51,12 @@ def _marked_clauses(test: object) -> list[str]:
     """
     out: list[str] = []
     for mark in getattr(test, "pytestmark", []):
-        if mark.name == "clause":
+        if is_clause_mark(mark.name):
             out.extend(mark.args)
         elif mark.name == "parametrize" and len(mark.args) > 1:
             for value in mark.args[1]:
                 for sub in getattr(value, "marks", ()):
-                    if getattr(sub, "name", None) == "clause":
+                    if is_clause_mark(getattr(sub, "name", None)):
                         out.extend(sub.args)
     return out
 

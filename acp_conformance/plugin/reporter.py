@@ -20,6 +20,7 @@ from acp_conformance.errors import ConformanceFailure
 from acp_conformance.plugin import options
 from acp_conformance.plugin.bindings import checked_clauses, passive_clauses
 from acp_conformance.plugin.keys import HARNESS, STATE
+from acp_conformance.plugin.markers import marked_clauses
 from acp_conformance.plugin.outcomes import test_results
 from acp_conformance.plugin.state import AcpState
 from acp_conformance.redaction import redactor
@@ -64,7 +65,7 @@ def collect(item: pytest.Item, call: pytest.CallInfo[None], rep: pytest.TestRepo
     if call.when != "teardown":
         return
     outcome, exc = item.stash.get(_CALL, ("error", None))
-    marked = [cid for m in item.iter_markers("clause") for cid in m.args]
+    marked = marked_clauses(item)
     results = test_results(marked, harness, outcome, exc, passive_clauses(harness.peer_word))
     rep.user_properties.append(("acp_results", [r.to_json() for r in results]))
     if harness.peer_info is not None:
@@ -85,6 +86,42 @@ def _expected_by_baseline(item: pytest.Item, call: pytest.CallInfo[None], rep: p
         rep.outcome = "skipped"
         reason = listed[exc.clause_id]
         rep.wasxfail = f"expected by {state.baseline.path}: {exc.clause_id}" + (f" ({reason})" if reason else "")
+
+
+def run_metadata(config: pytest.Config, state: AcpState) -> dict[str, Any]:
+    """What a stranger needs to rerun this exactly: versions, platform, options, the fuzz seed."""
+    import platform
+
+    from acp_conformance import __version__
+
+    return {
+        "suite_version": __version__,
+        "suite_commit": _commit(),
+        "python": platform.python_version(),
+        "pytest": pytest.__version__,
+        "platform": f"{platform.system()} {platform.machine()}",
+        "args": [str(a) for a in config.invocation_params.args],
+        "fuzz": state.fuzz_line,
+        "schema_pin": state.schema.version,
+        "schema_sha256": state.schema.sha256,
+        "workers": getattr(config.option, "numprocesses", None) or 0,
+    }
+
+
+def _commit() -> str | None:
+    """The suite's git commit when run from a checkout (a wheel has none)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():
+        return None
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
 
 
 def _raise(exc: ConformanceFailure) -> None:
@@ -112,11 +149,14 @@ class Reporter:
         self._gate_result: GateResult | None = None
         #: Tests that failed for anything but a clause the baseline expects.
         self._failed_tests: set[str] = set()
+        self._durations: dict[str, float] = {}
+        self.run.extra["run"] = run_metadata(config, state)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.failed:
             self._failed_tests.add(report.nodeid)
+        self._durations[report.nodeid] = self._durations.get(report.nodeid, 0.0) + report.duration
         if report.when != "teardown":
             return
         props: dict[str, Any] = dict(report.user_properties)
@@ -130,7 +170,7 @@ class Reporter:
         fails = {r.clause for r in results if r.status is Status.FAIL}
         if self.state.baseline is not None and fails and fails <= set(self.state.baseline.for_role(self.state.role)):
             self._failed_tests.discard(report.nodeid)  # failed only on expected clauses
-        self.run.add(TestRecord(report.nodeid, outcome, results))
+        self.run.add(TestRecord(report.nodeid, outcome, results, self._durations.pop(report.nodeid, 0.0)))
         # Keep --junitxml readable: clause ids and statuses, not evidence blobs.
         report.user_properties = [(k, v) for k, v in report.user_properties if k not in ("acp_results", "acp_peer")]
         for r in results:

@@ -58,7 +58,7 @@ class AcpState:
         if opt("acp_max_frame_bytes") < 1024:
             raise pytest.UsageError("--acp-max-frame-bytes must be at least 1024")
         try:
-            schema = locate_schema(opt("acp_schema"), unstable=opt("acp_unstable"), start=Path.cwd())
+            schema = locate_schema(opt("acp_schema"), unstable=opt("acp_unstable"), start=Path.cwd(), fetch=True)
         except ConfigurationError as exc:
             raise pytest.UsageError(str(exc)) from None
         from acp_conformance.schema.validator import SchemaValidator

@@ -103,7 +103,7 @@ class ClientProfile:
             if self.prompt_via != "stdin":
                 return (
                     f"the client profile {self.name!r} passes one prompt per run (prompt.via = "
-                    f"{self.prompt_via!r}); a second prompt on the same session needs prompt.via = \"stdin\""
+                    f'{self.prompt_via!r}); a second prompt on the same session needs prompt.via = "stdin"'
                 )
             return None
         if action == "cancel":
@@ -351,9 +351,9 @@ def parse_profile(text: str, origin: str) -> ClientProfile:
     if not isinstance(getattr(signal, sig, None), int) or not sig.startswith("SIG"):
         raise fail("cancel", "signal", f"unknown signal {sig!r} (e.g. SIGINT)")
     if cvia == "stdin" and not cancel.get("text"):
-        raise fail("cancel", "text", "cancel.via = \"stdin\" needs the text to write (cancel.text)")
+        raise fail("cancel", "text", 'cancel.via = "stdin" needs the text to write (cancel.text)')
     if cvia == "command" and not cancel.get("command"):
-        raise fail("cancel", "command", "cancel.via = \"command\" needs cancel.command")
+        raise fail("cancel", "command", 'cancel.via = "command" needs cancel.command')
     return ClientProfile(
         name=client["name"],
         source=origin,

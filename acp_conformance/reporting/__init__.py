@@ -32,6 +32,8 @@ class TestRecord:
     nodeid: str
     outcome: str  # passed / failed / skipped / error
     results: list[ClauseResult]
+    #: Seconds the test took (setup, call and teardown).
+    duration: float = 0.0
 
 
 @dataclass
@@ -128,6 +130,7 @@ class RunResults:
                 "conformant": None,
                 "selected_pass": not selected_failed and bool(self.tests),
                 "judged": judged,
+                "selected": sorted(self.selected),
                 "failed_mandatory": selected_failed,
                 "failed_outside_selection": [c for c in failed if c not in selected_failed],
                 "not_tested_mandatory": [],
@@ -157,26 +160,7 @@ class RunResults:
 
     def verdict_line(self) -> str:
         """The one line people quote: the conformance verdict, or what a partial run can say."""
-        v = self.verdict()
-        if self.partial:
-            head = (
-                "SELECTED CLAUSES: all PASS"
-                if v["selected_pass"]
-                else f"SELECTED CLAUSES: {len(v['failed_mandatory'])} FAIL ({', '.join(v['failed_mandatory'])})"
-                if v["failed_mandatory"]
-                else "SELECTED CLAUSES: nothing judged"
-            )
-            return (
-                f"{head} ({len(v['judged'])}{f' of {len(self.selected)} selected' if self.selected else ''} "
-                f"clauses judged, {len(v['warnings'])} WARN, {len(v['info'])} INFO; "
-                f"partial run: {self.selection}; no conformance verdict without the whole suite)"
-            )
-        return (
-            f"{'CONFORMANT' if v['conformant'] else 'NOT CONFORMANT'} "
-            f"({len(v['failed_mandatory'])} mandatory FAIL, {len(v['not_tested_mandatory'])} mandatory NOT_TESTED, "
-            f"{len(v['warnings'])} WARN, {len(v['info'])} INFO; "
-            f"{len(v['coverage_gaps'])} clauses of this role not yet checked by this suite version)"
-        )
+        return verdict_line(self.verdict())
 
     # -------------------------------------------------------------- output
     def to_json(self) -> dict[str, Any]:
@@ -213,6 +197,7 @@ class RunResults:
                     {
                         "nodeid": t.nodeid,
                         "outcome": t.outcome,
+                        "duration": round(t.duration, 3),
                         "status": self._adjust(clause, r.status).value,
                         "message": r.message,
                         **({"evidence": r.evidence} if r.evidence and r.status is not Status.PASS else {}),
@@ -244,51 +229,9 @@ class RunResults:
         }
 
     def to_markdown(self) -> str:
-        data = self.to_json()
-        v = data["verdict"]
-        info = data["peer"].get("info") or {}
-        lines = [
-            f"# ACP conformance report: {self.role} `{data['peer']['command']}`",
-            "",
-            f"- Peer: {info.get('name')} {info.get('version', '')}".rstrip()
-            if info.get("name")
-            else "- Peer: not identified (no v1 `initialize` answer in this run named it)",
-            f"- Schema: {self.schema.get('version')} (sha256 {str(self.schema.get('sha256', ''))[:16]}...)",
-            f"- Generated: {data['generated']} by acp-conformance {data['tool']['version']}",
-            f"- Tests run: {v['tests']}" + (f" (selection: {self.selection})" if self.selection else ""),
-            "",
-            f"**Verdict: {self.verdict_line()}**",
-            "",
-            *([f"**Baseline:** {baseline_line(data['baseline'])}", ""] if data.get("baseline") else []),
-            "| status | clauses |",
-            "|---|---:|",
-            *[f"| {k} | {n} |" for k, n in v["counts"].items()],
-            "",
-        ]
-        bad = [c for c in data["clauses"] if c["status"] in ("FAIL", "WARN", "INFO", "INCONCLUSIVE")]
-        if bad:
-            lines += ["## Findings", "", "| clause | level | status | what was observed |", "|---|---|---|---|"]
-            for c in sorted(bad, key=lambda c: (c["status"] != "FAIL", c["status"], c["id"])):
-                msg = next((t["message"] for t in c["tests"] if t["status"] == c["status"]), "")
-                expected = c["status"] == "FAIL" and c["id"] in (data.get("baseline") or {}).get("expected", {})
-                status = f"{c['status']} (expected)" if expected else c["status"]
-                lines.append(f"| `{c['id']}` | {c['level']} | {status} | {_cell(msg)} |")
-            lines.append("")
-        lines += ["## All clauses by area", ""]
-        by_area: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for c in data["clauses"]:
-            by_area[c["area"]].append(c)
-        for area, items in by_area.items():
-            lines += [f"### {area}", "", "| clause | level | status |", "|---|---|---|"]
-            for c in items:
-                status = c["status"]
-                if c.get("untestable"):
-                    status += " (not observable on the wire)"
-                elif not c["checked"]:
-                    status += " (no check yet)"
-                lines.append(f"| `{c['id']}` | {c['level']} | {status} |")
-            lines.append("")
-        return "\n".join(lines)
+        from acp_conformance.reporting.markdown import render_markdown
+
+        return render_markdown(self.to_json())
 
     def terminal_lines(self) -> list[str]:
         data = self.to_json()
@@ -309,6 +252,31 @@ class RunResults:
         lines.append("")
         lines.append(f"ACP verdict: {self.verdict_line()}")
         return lines
+
+
+def verdict_line(v: dict[str, Any]) -> str:
+    """The verdict line of a report's ``verdict`` (JSON): one wording for the terminal, the
+    Markdown and the HTML, also when re-rendered from a saved report."""
+    if v.get("scope") == "selected":
+        head = (
+            "SELECTED CLAUSES: all PASS"
+            if v["selected_pass"]
+            else f"SELECTED CLAUSES: {len(v['failed_mandatory'])} FAIL ({', '.join(v['failed_mandatory'])})"
+            if v["failed_mandatory"]
+            else "SELECTED CLAUSES: nothing judged"
+        )
+        selected = v.get("selected") or []
+        return (
+            f"{head} ({len(v['judged'])}{f' of {len(selected)} selected' if selected else ''} "
+            f"clauses judged, {len(v['warnings'])} WARN, {len(v['info'])} INFO; "
+            f"partial run: {v['selection']}; no conformance verdict without the whole suite)"
+        )
+    return (
+        f"{'CONFORMANT' if v['conformant'] else 'NOT CONFORMANT'} "
+        f"({len(v['failed_mandatory'])} mandatory FAIL, {len(v['not_tested_mandatory'])} mandatory NOT_TESTED, "
+        f"{len(v['warnings'])} WARN, {len(v['info'])} INFO; "
+        f"{len(v['coverage_gaps'])} clauses of this role not yet checked by this suite version)"
+    )
 
 
 def baseline_line(gate: dict[str, Any]) -> str:

@@ -49,7 +49,8 @@ def print_verdict(verdict: dict[str, object]) -> None:
                 print("    " + str(e["evidence"]).replace("\n", "\n    "))
     for c in verdict["clauses"]:  # type: ignore[attr-defined]
         if c["status"] in ("FAIL", "WARN") and not any(
-            c["clause"] in e["clauses"] for e in verdict["expectations"]  # type: ignore[attr-defined]
+            c["clause"] in e["clauses"]
+            for e in verdict["expectations"]  # type: ignore[attr-defined]
         ):
             print(f"{c['status']:<12} {c['clause']} (transcript): {c['message']}")
     tail = verdict["peer"].get("stderr_tail") if isinstance(verdict["peer"], dict) else None
@@ -213,9 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--sent-by", choices=("client", "agent"), default="client", help="who sent the transcript's out frames"
     )
     p.add_argument("--clause", help="name this clause on every expectation")
-    p.add_argument(
-        "--match", choices=("exact", "shape"), default="exact", help="exact values, or only kinds and types"
-    )
+    p.add_argument("--match", choices=("exact", "shape"), default="exact", help="exact values, or only kinds and types")
     p.set_defaults(fn=_cmd_convert)
 
     p = sub.add_parser("check", help="re-judge a saved transcript offline")

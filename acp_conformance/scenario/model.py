@@ -553,13 +553,13 @@ Step = Annotated[
 IfStep.model_rebuild()
 ParallelStep.model_rebuild()
 
+
 class ResultPolicy(_Model):
     result: Json = Field(description="answer every such request with this result (templated; {{request...}})")
 
 
 class ErrorPolicy(_Model):
     error: ErrorSpec
-
 
 
 AnswerPolicy = Annotated[

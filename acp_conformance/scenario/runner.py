@@ -72,9 +72,7 @@ async def run_against_agent(
             )
             endpoint = ClientEndpoint(peer, capabilities=ClientCapabilities.none(), sandbox=Sandbox(sandbox_dir))
             async with peer:
-                result = await run_scenario(
-                    scenario, peer, endpoint=endpoint, sandbox=sandbox_dir, settings=settings
-                )
+                result = await run_scenario(scenario, peer, endpoint=endpoint, sandbox=sandbox_dir, settings=settings)
     result.passive = passive_results(transcript, "agent")
     result.transcript = transcript
     return result

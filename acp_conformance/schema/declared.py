@@ -78,9 +78,7 @@ class _Schema:
                     out |= self.variant_keys(sub, depth + 1)
         return out
 
-    def walk(
-        self, node: Any, instance: Any, path: str, out: list[str], unknown: list[str] | None = None
-    ) -> None:
+    def walk(self, node: Any, instance: Any, path: str, out: list[str], unknown: list[str] | None = None) -> None:
         nodes = self.applicable(node, instance)
         if isinstance(instance, dict):
             declared: dict[str, list[Any]] = {}

@@ -9,20 +9,24 @@ It ships inside the npm package ``@agentclientprotocol/sdk`` (pinned in
 2. the ``ACP_CONFORMANCE_SCHEMA`` environment variable (same forms);
 3. ``node_modules/@agentclientprotocol/sdk/schema/v1/`` in the current
    directory or any parent, then beside this package's source tree;
-4. the per-user cache filled by ``python -m acp_conformance fetch-schema``.
+4. the per-user cache filled by ``python -m acp_conformance fetch-schema``, or, when
+   nothing else is found and ``fetch=True`` (the plugin), filled on the spot.
 
-Whichever is used is recorded (source, version, sha256) in every report.
+Filling the cache needs no Node: the pinned tarball is downloaded from the npm registry over
+HTTPS by Python itself and checked against a pinned sha256 before anything is extracted (a
+registry or proxy serving other bytes is an error, not a different schema). Whichever schema is
+used is recorded (source, version, sha256, whether it is the pinned one) in every report.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-import shutil
-import subprocess
 import tarfile
-import tempfile
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,12 +45,18 @@ __all__ = [
 ENV_VAR = "ACP_CONFORMANCE_SCHEMA"
 PINNED_SDK_VERSION = "2.4.0"
 SDK_PACKAGE = "@agentclientprotocol/sdk"
+#: The npm registry's tarball of the pinned version, and its sha256 (checked before extracting).
+PINNED_TARBALL = f"https://registry.npmjs.org/{SDK_PACKAGE}/-/sdk-{PINNED_SDK_VERSION}.tgz"
+PINNED_TARBALL_SHA256 = "87acc66d5824f88d8913702f85cf74c997526bbffb06fce15a9f0d637566ca8d"
+#: ``$ACP_CONFORMANCE_REGISTRY``: an npm registry mirror to fetch the tarball from instead.
+REGISTRY_ENV = "ACP_CONFORMANCE_REGISTRY"
 _SUBDIR = Path("node_modules") / "@agentclientprotocol" / "sdk"
 
 FIX_HINT = (
     "Fix it with one of: `npm ci` in the acp-conformance checkout (installs "
     f"{SDK_PACKAGE}@{PINNED_SDK_VERSION}); `python -m acp_conformance fetch-schema` "
-    "(fills the per-user cache via `npm pack`); `--acp-schema PATH`; or "
+    "(downloads the pinned tarball from the npm registry into the per-user cache; no Node needed); "
+    "`--acp-schema PATH`; or "
     f"`{ENV_VAR}=PATH`."
 )
 
@@ -62,10 +72,27 @@ class SchemaSource:
     unstable: bool
     data: dict[str, Any]
 
+    @property
+    def pinned(self) -> bool:
+        """Whether this is the schema this suite version was built and proven against."""
+        return self.version == f"{SDK_PACKAGE}@{PINNED_SDK_VERSION}"
+
+    def mismatch(self) -> str | None:
+        """A warning when the schema found is not the pinned one (a project's own node_modules, say)."""
+        if self.pinned:
+            return None
+        return (
+            f"the schema used is {self.version}, not the pinned {SDK_PACKAGE}@{PINNED_SDK_VERSION}: verdicts "
+            "may differ from a run against the pinned schema (pass --acp-schema, or run "
+            "`python -m acp_conformance fetch-schema` and point $ACP_CONFORMANCE_SCHEMA at the cache)"
+        )
+
     def describe(self) -> dict[str, Any]:
         return {
             "source": f"{self.source}:{self.path}",
             "version": self.version,
+            "pinned": self.pinned,
+            **({"warning": self.mismatch()} if self.mismatch() else {}),
             "sha256": self.sha256,
             "unstable": self.unstable,
         }
@@ -120,8 +147,13 @@ def _candidates(unstable: bool, start: Path) -> list[tuple[str, Path]]:
     return found
 
 
-def locate_schema(explicit: str | None = None, *, unstable: bool = False, start: Path | None = None) -> SchemaSource:
-    """Find, load and fingerprint the schema. Raises ``SchemaNotFound`` with a fix."""
+def locate_schema(
+    explicit: str | None = None, *, unstable: bool = False, start: Path | None = None, fetch: bool = False
+) -> SchemaSource:
+    """Find, load and fingerprint the schema. Raises ``SchemaNotFound`` with a fix.
+
+    ``fetch``: when no schema is found anywhere, fill the per-user cache from the npm registry
+    (the plugin does, so that a wheel installed from PyPI certifies with nothing else)."""
     path: Path | None = None
     source = ""
     if explicit:
@@ -137,6 +169,9 @@ def locate_schema(explicit: str | None = None, *, unstable: bool = False, start:
             if candidate.is_file():
                 path, source = candidate, kind
                 break
+    if path is None and fetch:
+        fetch_into_cache()
+        path, source = cache_dir() / "schema" / "v1" / _file_name(unstable), "cache (fetched now)"
     if path is None:
         raise SchemaNotFound(
             f"the official ACP schema ({SDK_PACKAGE}@{PINNED_SDK_VERSION} "
@@ -150,7 +185,7 @@ def locate_schema(explicit: str | None = None, *, unstable: bool = False, start:
     if not isinstance(data, dict) or "$defs" not in data:
         raise SchemaNotFound(f"{path} does not look like the ACP schema (no $defs). {FIX_HINT}")
     version = _sdk_version_near(path)
-    if version == "unknown" and source == "cache":
+    if version == "unknown" and source.startswith("cache"):
         version = f"{SDK_PACKAGE}@{PINNED_SDK_VERSION}"
     return SchemaSource(
         path=path,
@@ -162,35 +197,32 @@ def locate_schema(explicit: str | None = None, *, unstable: bool = False, start:
     )
 
 
-def fetch_into_cache(version: str = PINNED_SDK_VERSION) -> Path:
-    """Fill the per-user cache from the npm registry with ``npm pack``."""
-    npm = shutil.which("npm")
-    if npm is None:
-        raise SchemaNotFound("`npm` is not on PATH; install Node.js/npm or pass --acp-schema PATH.")
-    target = cache_dir()
-    with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run(
-            [npm, "pack", f"{SDK_PACKAGE}@{version}", "--silent"],
-            cwd=tmp,
-            capture_output=True,
-            text=True,
-            check=False,
+def fetch_into_cache(timeout: float = 60.0) -> Path:
+    """Download the pinned SDK tarball, check its sha256, and extract the schemas into the cache."""
+    registry = os.environ.get(REGISTRY_ENV, "").rstrip("/")
+    url = f"{registry}/{SDK_PACKAGE}/-/sdk-{PINNED_SDK_VERSION}.tgz" if registry else PINNED_TARBALL
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            blob = response.read()
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise SchemaNotFound(f"could not download {url} ({reason}). {FIX_HINT}") from None
+    digest = hashlib.sha256(blob).hexdigest()
+    if digest != PINNED_TARBALL_SHA256:
+        raise SchemaNotFound(
+            f"{url} has sha256 {digest}, not the pinned {PINNED_TARBALL_SHA256}: refusing to use it "
+            f"(a registry mirror or proxy served other bytes). {FIX_HINT}"
         )
-        if proc.returncode != 0:
-            raise SchemaNotFound(f"`npm pack {SDK_PACKAGE}@{version}` failed: {proc.stderr.strip()[-500:]}")
-        tgz = next(Path(tmp).glob("*.tgz"), None)
-        if tgz is None:
-            raise SchemaNotFound("`npm pack` produced no tarball")
-        out = target / "schema" / "v1"
-        out.mkdir(parents=True, exist_ok=True)
-        with tarfile.open(tgz) as tar:
-            for name in ("schema.json", "schema.unstable.json"):
-                member = tar.getmember(f"package/schema/v1/{name}")
-                fh = tar.extractfile(member)
-                if fh is None:
-                    raise SchemaNotFound(f"{name} missing from the {SDK_PACKAGE} tarball")
-                (out / name).write_bytes(fh.read())
-            pkg = tar.extractfile(tar.getmember("package/package.json"))
-            if pkg is not None:
-                (target / "package.json").write_bytes(pkg.read())
+    target = cache_dir()
+    out = target / "schema" / "v1"
+    out.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        for name in ("schema.json", "schema.unstable.json"):
+            fh = tar.extractfile(tar.getmember(f"package/schema/v1/{name}"))
+            if fh is None:
+                raise SchemaNotFound(f"{name} missing from the {SDK_PACKAGE} tarball")
+            (out / name).write_bytes(fh.read())
+        pkg = tar.extractfile(tar.getmember("package/package.json"))
+        if pkg is not None:
+            (target / "package.json").write_bytes(pkg.read())
     return target

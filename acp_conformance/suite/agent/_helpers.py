@@ -24,6 +24,7 @@ from acp_conformance.core.ids import same_id
 from acp_conformance.endpoints.client import PermissionCall, Turn
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.plugin.markers import marked_clauses
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive
 
@@ -193,11 +194,10 @@ def close_out(acp: AgentHarness, node: pytest.Item, reason: str) -> None:
     """Every clause this test is bound to but did not judge becomes INCONCLUSIVE, so that the
     plugin never counts an unexercised clause as passed."""
     judged = {r.clause for r in acp.results}
-    for mark in node.iter_markers("clause"):
-        for clause in mark.args:
-            # Passive clauses are judged on the transcript when the connection closes, after this.
-            if clause not in judged and clause not in PASSIVE_CLAUSES:
-                acp.record(clause, Status.INCONCLUSIVE, reason)
+    for clause in marked_clauses(node):
+        # Passive clauses are judged on the transcript when the connection closes, after this.
+        if clause not in judged and clause not in PASSIVE_CLAUSES:
+            acp.record(clause, Status.INCONCLUSIVE, reason)
 
 
 def passive_not_exercised(acp: AgentHarness, node: pytest.Item) -> None:
@@ -205,10 +205,9 @@ def passive_not_exercised(acp: AgentHarness, node: pytest.Item) -> None:
     clause the test is bound to that none of its transcripts exercised becomes NOT_APPLICABLE, so
     that the plugin does not count the test passing as the clause passing."""
     judged = {r.clause for r in acp.results}
-    for mark in node.iter_markers("clause"):
-        for clause in mark.args:
-            if clause in PASSIVE_CLAUSES and clause not in judged:
-                acp.record(clause, Status.NOT_APPLICABLE, "the agent sent no frame of this kind in this test")
+    for clause in marked_clauses(node):
+        if clause in PASSIVE_CLAUSES and clause not in judged:
+            acp.record(clause, Status.NOT_APPLICABLE, "the agent sent no frame of this kind in this test")
 
 
 def is_prompt_response(rid: Any) -> Callable[[Event], bool]:

@@ -32,7 +32,7 @@ def _ids(conn: Connection) -> list[str]:
     return [str(m.get("id")) for m in _methods(conn) if isinstance(m, dict)]
 
 
-@pytest.mark.clause("auth.authenticate.unknown-id")
+@pytest.mark.acp_clause("auth.authenticate.unknown-id")
 async def test_authenticate_with_an_unknown_method_is_an_error(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         bogus = "acp-conformance-no-such-method"
@@ -51,7 +51,7 @@ async def test_authenticate_with_an_unknown_method_is_an_error(acp_agent: AgentH
         )
 
 
-@pytest.mark.clause("auth.terminal.gated")
+@pytest.mark.acp_clause("auth.terminal.gated")
 async def test_no_terminal_methods_without_the_client_capability(acp_agent: AgentHarness) -> None:
     """The suite's client never declares clientCapabilities.auth.terminal."""
     async with acp_agent.connect() as conn:
@@ -64,7 +64,7 @@ async def test_no_terminal_methods_without_the_client_capability(acp_agent: Agen
         )
 
 
-@pytest.mark.clause("auth.authenticate.success")
+@pytest.mark.acp_clause("auth.authenticate.success")
 async def test_authenticate_with_the_configured_method(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:  # the harness authenticated with --acp-auth-method, if given
         if acp_agent.config.auth_method is None:
@@ -80,7 +80,7 @@ async def test_authenticate_with_the_configured_method(acp_agent: AgentHarness) 
         )
 
 
-@pytest.mark.clause("auth.logout.success", "auth.logout.reauth")
+@pytest.mark.acp_clause("auth.logout.success", "auth.logout.reauth")
 async def test_logout(acp_agent: AgentHarness) -> None:
     """Only with --acp-auth-method: logout ends the user's authenticated state, so the suite
     sends it only when it can authenticate again (it does so at once)."""
@@ -114,7 +114,7 @@ async def test_logout(acp_agent: AgentHarness) -> None:
         )
 
 
-@pytest.mark.clause("error.auth-required")
+@pytest.mark.acp_clause("error.auth-required")
 async def test_a_refusal_for_want_of_authentication_is_auth_required(acp_agent: AgentHarness) -> None:
     """session/new before authenticate.  Accepted: the agent needs no authentication.  Refused
     with -32000: as it should be.  Refused otherwise: only once session/new succeeds after

@@ -210,7 +210,7 @@ async def start_long_turn(acp: AgentHarness, conn: Connection, sid: str) -> Canc
 CANCEL_CLAUSES = ("cancel.stop-reason", "cancel.no-error", "cancel.updates-before-response", "cancel.stop-asap")
 
 
-@pytest.mark.clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
+@pytest.mark.acp_clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
 async def test_cancel_while_streaming(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
     """Cancel once the long turn streams its first output."""
     async with acp_agent.connect() as conn:
@@ -222,7 +222,7 @@ async def test_cancel_while_streaming(acp_agent: AgentHarness, request: pytest.F
         close_out(acp_agent, request.node, "not judged on this path")
 
 
-@pytest.mark.clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
+@pytest.mark.acp_clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
 async def test_cancel_early_in_the_turn(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
     """Cancel as soon as the agent has taken the prompt: after a round trip (its answer proves the
     prompt was read) or its first frame, whichever comes first - typically before any output."""
@@ -241,7 +241,7 @@ async def test_cancel_early_in_the_turn(acp_agent: AgentHarness, request: pytest
         close_out(acp_agent, request.node, "not judged on this path")
 
 
-@pytest.mark.clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
+@pytest.mark.acp_clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
 async def test_cancel_twice(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
     """Two session/cancel for the same running turn: still one answer, stopReason cancelled."""
     async with acp_agent.connect() as conn:
@@ -254,7 +254,7 @@ async def test_cancel_twice(acp_agent: AgentHarness, request: pytest.FixtureRequ
         close_out(acp_agent, request.node, "not judged on this path")
 
 
-@pytest.mark.clause("cancel.idle")
+@pytest.mark.acp_clause("cancel.idle")
 async def test_cancel_when_idle_leaves_the_session_usable(acp_agent: AgentHarness) -> None:
     """session/cancel with no turn running (a fresh session, then after a finished turn): ignored,
     so the next turn runs normally instead of ending cancelled."""
@@ -278,7 +278,7 @@ async def test_cancel_when_idle_leaves_the_session_usable(acp_agent: AgentHarnes
                 return
 
 
-@pytest.mark.clause("prompt.concurrent-same-session", "jsonrpc.every-request-answered")
+@pytest.mark.acp_clause("prompt.concurrent-same-session", "jsonrpc.every-request-answered")
 async def test_a_second_prompt_while_one_runs_gets_one_answer(acp_agent: AgentHarness) -> None:
     """A second session/prompt on the same session while the long turn runs (unspecified: it may
     be refused or queued), then session/cancel: each of the two prompts is answered exactly once."""
@@ -309,7 +309,7 @@ async def test_a_second_prompt_while_one_runs_gets_one_answer(acp_agent: AgentHa
         acp_agent.results[-1].message += f"; the agent {how}"
 
 
-@pytest.mark.clause("cancel.after-response", "prompt.updates.before-response")
+@pytest.mark.acp_clause("cancel.after-response", "prompt.updates.before-response")
 async def test_cancel_crossing_the_response_changes_nothing(acp_agent: AgentHarness) -> None:
     """session/cancel sent once the turn's end_turn answer is in (from the agent's side, the cancel
     crosses an answer already on the wire): nothing more for that turn, no second answer."""
@@ -340,7 +340,7 @@ async def test_cancel_crossing_the_response_changes_nothing(acp_agent: AgentHarn
 
 
 @pytest.mark.usefixtures("passive_bookkeeping")
-@pytest.mark.clause("cancelreq.must-answer", "error.cancelled", "cancelreq.shape")
+@pytest.mark.acp_clause("cancelreq.must-answer", "error.cancelled", "cancelreq.shape")
 async def test_cancel_request_for_the_prompt_gets_one_answer(acp_agent: AgentHarness) -> None:
     """``$/cancel_request`` naming the pending session/prompt (support is optional): the request
     still gets exactly one response.  If the agent ignores it, session/cancel ends the turn."""
@@ -351,8 +351,9 @@ async def test_cancel_request_for_the_prompt_gets_one_answer(acp_agent: AgentHar
         # long turn, where only -32800 or a result can be judged.
         rid, start = await conn.client.send_prompt(sid, acp_agent.config.tool_prompt)
         first = await conn.peer.wait_for(
-            lambda e: (isinstance(e, Request) and e.method == "session/request_permission")
-            or is_prompt_response(rid)(e),
+            lambda e: (
+                (isinstance(e, Request) and e.method == "session/request_permission") or is_prompt_response(rid)(e)
+            ),
             start=start,
             what="a permission request or the end of the tool turn",
             awaiting="session/prompt",
@@ -452,7 +453,7 @@ ORDERS = ("cancel-then-answer", "answer-then-cancel", "answer-after-round-trip",
 
 
 @pytest.mark.parametrize("order", ORDERS)
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "perm.agent-cancel-race",
     "perm.agent-honours-outcome",
     "cancel.no-error",
@@ -503,7 +504,7 @@ async def test_cancel_while_permission_pending(
         close_out(acp_agent, request.node, "not judged on this path")
 
 
-@pytest.mark.clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
+@pytest.mark.acp_clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
 async def test_cancel_right_after_allowing(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
     """Allow the tool, then cancel at once: the tool may have started, the turn still ends cancelled.
     Nothing is held once the permission is answered, so only a ``cancelled`` end is judged here
@@ -528,10 +529,8 @@ async def test_cancel_right_after_allowing(acp_agent: AgentHarness, request: pyt
 HELD_METHODS = ("fs/*", "terminal/*")
 
 
-@pytest.mark.clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
-async def test_cancel_while_a_client_request_is_held(
-    acp_agent: AgentHarness, request: pytest.FixtureRequest
-) -> None:
+@pytest.mark.acp_clause(*CANCEL_CLAUSES, *TURN_CLAUSES)
+async def test_cancel_while_a_client_request_is_held(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
     """Allow the tool, hold the first ``fs/*`` or ``terminal/*`` request the agent then makes,
     cancel while it is held, then serve it: the agent was waiting for us when the cancel went
     out, so the turn must end ``cancelled`` (the provable form of a cancel mid-tool)."""

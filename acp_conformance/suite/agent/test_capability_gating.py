@@ -53,7 +53,7 @@ GATES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
 
 
 @pytest.mark.parametrize("cell", list(CELLS))
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "fs.read.gated",
     "fs.write.gated",
     "term.gated",

@@ -78,7 +78,7 @@ async def probe(acp: AgentHarness, conn: Connection, sid: str, kind: str) -> tup
 ANNOTATIONS = {"audience": ["user", "assistant"], "priority": 0.5, "lastModified": "2025-01-01T00:00:00Z"}
 
 
-@pytest.mark.clause("content.resource-link.baseline", "content.annotations")
+@pytest.mark.acp_clause("content.resource-link.baseline", "content.annotations")
 async def test_resource_link_is_accepted(acp_agent: AgentHarness) -> None:
     """A resource_link is baseline; then text and resource_link blocks carrying annotations, which
     receivers accept (content.mdx: annotations are optional display/routing hints)."""
@@ -105,7 +105,7 @@ async def test_resource_link_is_accepted(acp_agent: AgentHarness) -> None:
 
 
 @pytest.mark.parametrize("kind", list(GATED))
-@pytest.mark.clause("content.gated.agent-accepts", "content.gated.agent-undeclared")
+@pytest.mark.acp_clause("content.gated.agent-accepts", "content.gated.agent-undeclared")
 async def test_gated_content_type(acp_agent: AgentHarness, kind: str) -> None:
     """Declared: the block must be accepted.  Not declared: it should be refused with an error."""
     async with acp_agent.connect() as conn:

@@ -59,7 +59,7 @@ def _stopped(resp: Response) -> bool:
     return not resp.is_error and isinstance(resp.result, dict) and "stopReason" in resp.result
 
 
-@pytest.mark.clause("ext.meta.everywhere", "cap.custom-meta", "ext.method.underscore")
+@pytest.mark.acp_clause("ext.meta.everywhere", "cap.custom-meta", "ext.method.underscore")
 async def test_meta_is_accepted_everywhere(acp_agent: AgentHarness) -> None:
     """_meta in initialize (params, clientInfo, capability objects), session/new and session/prompt (and its block)."""
     async with acp_agent.connect(initialize=False) as conn:
@@ -121,7 +121,7 @@ async def test_meta_is_accepted_everywhere(acp_agent: AgentHarness) -> None:
         )
 
 
-@pytest.mark.clause("ext.meta.no-assumptions")
+@pytest.mark.acp_clause("ext.meta.no-assumptions")
 async def test_meta_values_are_not_interpreted(acp_agent: AgentHarness) -> None:
     """_meta values of every JSON type (null, arrays, numbers, nested _meta, a long string) change nothing."""
     async with acp_agent.connect() as conn:
@@ -135,7 +135,7 @@ async def test_meta_values_are_not_interpreted(acp_agent: AgentHarness) -> None:
         )
 
 
-@pytest.mark.clause("jsonrpc.invalid-params")
+@pytest.mark.acp_clause("jsonrpc.invalid-params")
 async def test_missing_required_params_get_invalid_params(acp_agent: AgentHarness) -> None:
     """Only required fields and top-level types are broken: SDKs may default bad optional fields."""
     async with acp_agent.connect() as conn:
@@ -158,7 +158,7 @@ async def test_missing_required_params_get_invalid_params(acp_agent: AgentHarnes
         )
 
 
-@pytest.mark.clause("prompt.unknown-session", "error.resource-not-found")
+@pytest.mark.acp_clause("prompt.unknown-session", "error.resource-not-found")
 async def test_prompt_for_an_unknown_session(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         await open_session(acp_agent, conn)  # an auth-gated agent is reported as blocked
@@ -228,7 +228,7 @@ def _at(obj: Any, ptr: str) -> Any:
     return node
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "ext.meta.trace-keys", "session.info-update.fields", "ext.no-root-fields", "ext.withdrawn-draft-field"
 )
 async def test_custom_data_only_under_meta(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:

@@ -44,7 +44,7 @@ def judge_unreleased(acp: AgentHarness, conn: Connection, when: str) -> None:
     )
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "fs.read.shape", "fs.write.shape", "term.create.shape", "term.agent-releases", "session.lines.one-based"
 )
 async def test_fs_and_terminal_calls(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
@@ -88,7 +88,7 @@ async def test_fs_and_terminal_calls(acp_agent: AgentHarness, request: pytest.Fi
         close_out(acp_agent, request.node, "not judged on this path")
 
 
-@pytest.mark.clause("term.agent-releases")
+@pytest.mark.acp_clause("term.agent-releases")
 async def test_terminal_released_after_cancel(acp_agent: AgentHarness) -> None:
     """Cancel the tool turn as soon as it creates a terminal: the agent still releases it."""
     async with acp_agent.connect(permission="allow_once") as conn:

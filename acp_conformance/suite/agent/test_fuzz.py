@@ -195,7 +195,7 @@ _SAFE = {
 
 
 # ------------------------------------------------------------------ tests
-@pytest.mark.clause("jsonrpc.parse-error", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
+@pytest.mark.acp_clause("jsonrpc.parse-error", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_unparseable_lines(acp_agent: AgentHarness) -> None:
     """Lines that are not JSON (garbage, NUL, invalid UTF-8, cut frames, banners, 1 MiB lines)
     get -32700 with a null id; oddly framed JSON (CRLF, BOM, split writes) is still served."""
@@ -209,7 +209,7 @@ def test_fuzz_unparseable_lines(acp_agent: AgentHarness) -> None:
     )
 
 
-@pytest.mark.clause("jsonrpc.invalid-request", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
+@pytest.mark.acp_clause("jsonrpc.invalid-request", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_invalid_requests(acp_agent: AgentHarness) -> None:
     """JSON that is no request object ({}, scalars, null, no method, a non-string method, ids of
     the wrong type, a broken envelope) gets -32600, and the agent keeps serving."""
@@ -226,7 +226,7 @@ def test_fuzz_invalid_requests(acp_agent: AgentHarness) -> None:
     )
 
 
-@pytest.mark.clause("jsonrpc.invalid-params", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
+@pytest.mark.acp_clause("jsonrpc.invalid-params", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_invalid_params(acp_agent: AgentHarness) -> None:
     """A request missing a required member, or with a member (or params) of the wrong type,
     gets -32602 (or -32601 for a method the agent does not implement), aimed at a live session."""
@@ -253,7 +253,7 @@ def test_fuzz_invalid_params(acp_agent: AgentHarness) -> None:
     )
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "jsonrpc.unknown-method",
     "jsonrpc.notification-no-response",
     "jsonrpc.every-request-answered",
@@ -279,7 +279,7 @@ def test_fuzz_methods_and_notifications(acp_agent: AgentHarness) -> None:
     )
 
 
-@pytest.mark.clause("jsonrpc.id-types", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
+@pytest.mark.acp_clause("jsonrpc.id-types", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_odd_ids(acp_agent: AgentHarness) -> None:
     """Requests with odd but valid ids (0, negative, int64 extremes, "", numeric-looking, unicode,
     64 KiB strings) are answered with exactly that id; a reused id does not wedge the agent."""
@@ -295,7 +295,7 @@ def test_fuzz_odd_ids(acp_agent: AgentHarness) -> None:
     )
 
 
-@pytest.mark.clause("jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
+@pytest.mark.acp_clause("jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_survives_unusual_frames(acp_agent: AgentHarness) -> None:
     """Valid but unusual frames (1 MiB strings, long arrays, deep nesting, RTL / zero-width /
     combining text, extension methods) and odd invalid ones (lone surrogates, unknown enum values,
@@ -318,7 +318,7 @@ def test_fuzz_survives_unusual_frames(acp_agent: AgentHarness) -> None:
     )
 
 
-@pytest.mark.clause("ext.meta.everywhere")
+@pytest.mark.acp_clause("ext.meta.everywhere")
 def test_fuzz_meta_is_accepted_everywhere(acp_agent: AgentHarness) -> None:
     """Requests that succeed without _meta still succeed with _meta on every object that allows it
     (params, content blocks, annotations...), whatever it holds; notifications carrying it are not answered."""

@@ -15,7 +15,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "init.response.protocol-version",
     "init.version.same-if-supported",
     "init.response.capabilities",
@@ -71,7 +71,7 @@ async def _negotiate(acp_agent: AgentHarness, version: int) -> tuple[Any, Any]:
         return resp.error if resp.is_error else None, resp.result
 
 
-@pytest.mark.clause("init.version.latest-otherwise")
+@pytest.mark.acp_clause("init.version.latest-otherwise")
 async def test_unsupported_future_version_gets_latest(acp_agent: AgentHarness) -> None:
     """Ask for 999: the answer is a success carrying the agent's newest version, never 999."""
     error, result = await _negotiate(acp_agent, 999)
@@ -84,7 +84,7 @@ async def test_unsupported_future_version_gets_latest(acp_agent: AgentHarness) -
     )
 
 
-@pytest.mark.clause("init.version.latest-otherwise", "init.version.v0")
+@pytest.mark.acp_clause("init.version.latest-otherwise", "init.version.v0")
 async def test_pre_release_version_0_gets_latest(acp_agent: AgentHarness) -> None:
     """Ask for 0 (the pre-release): success required (v1 has no error for a mismatch)."""
     error, result = await _negotiate(acp_agent, 0)
@@ -108,7 +108,7 @@ async def test_pre_release_version_0_gets_latest(acp_agent: AgentHarness) -> Non
     )
 
 
-@pytest.mark.clause("cap.agent.defaults", "cap.object-presence", "auth.methods.advertised")
+@pytest.mark.acp_clause("cap.agent.defaults", "cap.object-presence", "auth.methods.advertised")
 async def test_capability_shapes(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         init = conn.client.init_result or {}
@@ -149,7 +149,7 @@ async def test_capability_shapes(acp_agent: AgentHarness) -> None:
         )
 
 
-@pytest.mark.clause("init.once")
+@pytest.mark.acp_clause("init.once")
 async def test_a_second_initialize_is_answered_and_the_agent_keeps_working(acp_agent: AgentHarness) -> None:
     """initialize is meant to be sent once; the reaction to a second one is unspecified (a result
     or an error both do), but it is answered and the connection keeps working."""

@@ -16,7 +16,7 @@ from acp_conformance.suite._support import new_session, run_turn
 pytestmark = pytest.mark.anyio
 
 
-@pytest.mark.clause("jsonrpc.unknown-method")
+@pytest.mark.acp_clause("jsonrpc.unknown-method")
 async def test_unknown_method_gets_method_not_found(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         resp = await conn.peer.call("session/acp_conformance_no_such_method", {"sessionId": "x"}, validate=False)
@@ -32,7 +32,7 @@ async def test_unknown_method_gets_method_not_found(acp_agent: AgentHarness) -> 
 # An unanswered extension request is the every-request-answered breach this test exposes.  The
 # error object and result-xor-error clauses are judged on every transcript; bound here, where an
 # error answer is sure to come (so a targeted run of them does not need the whole suite).
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "ext.request.unknown", "jsonrpc.every-request-answered", "jsonrpc.error-object", "jsonrpc.result-xor-error"
 )
 async def test_unknown_extension_request_gets_method_not_found(acp_agent: AgentHarness) -> None:
@@ -47,7 +47,7 @@ async def test_unknown_extension_request_gets_method_not_found(acp_agent: AgentH
         )
 
 
-@pytest.mark.clause("jsonrpc.response-id-echo", "jsonrpc.id-types")
+@pytest.mark.acp_clause("jsonrpc.response-id-echo", "jsonrpc.id-types")
 async def test_string_and_zero_ids_are_echoed(acp_agent: AgentHarness) -> None:
     """Our first request uses id 0, then a string id: both must come back unchanged in type and value."""
     async with acp_agent.connect() as conn:  # initialize went out with id 0
@@ -74,7 +74,7 @@ async def test_string_and_zero_ids_are_echoed(acp_agent: AgentHarness) -> None:
         )
 
 
-@pytest.mark.clause("jsonrpc.every-request-answered", "jsonrpc.no-duplicate-response")
+@pytest.mark.acp_clause("jsonrpc.every-request-answered", "jsonrpc.no-duplicate-response")
 async def test_every_request_answered_exactly_once(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         sid = await new_session(acp_agent, conn)
@@ -94,15 +94,11 @@ def answers_to_notifications(events: Sequence[Event]) -> list[str]:
     """What in ``events`` answers a notification: a response that pairs with no request of ours,
     or an answer without any id that the core attributed to a notification."""
     out = [f"a response with id {e.id!r}" for e in events if isinstance(e, Response) and e.method is None]
-    out += [
-        v.message
-        for v in events
-        if isinstance(v, Violation) and v.clause_id == "jsonrpc.notification-no-response"
-    ]
+    out += [v.message for v in events if isinstance(v, Violation) and v.clause_id == "jsonrpc.notification-no-response"]
     return out
 
 
-@pytest.mark.clause("jsonrpc.notification-no-response")
+@pytest.mark.acp_clause("jsonrpc.notification-no-response")
 async def test_notifications_get_no_response(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         sid = await new_session(acp_agent, conn)
@@ -120,7 +116,7 @@ async def test_notifications_get_no_response(acp_agent: AgentHarness) -> None:
         )
 
 
-@pytest.mark.clause("ext.notification.ignore")
+@pytest.mark.acp_clause("ext.notification.ignore")
 async def test_unknown_extension_notification_is_ignored(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         mark = len(conn.peer.events)

@@ -119,7 +119,7 @@ def _judge_config_updates(acp: AgentHarness, known: list[str], updates: list[Any
 
 
 # -------------------------------------------------------------------- modes
-@pytest.mark.clause("mode.set.response", "mode.set.anytime", "config.update.complete")
+@pytest.mark.acp_clause("mode.set.response", "mode.set.anytime", "config.update.complete")
 async def test_set_mode_changes_the_current_mode(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         sid = await open_session(acp_agent, conn)
@@ -155,7 +155,7 @@ async def test_set_mode_changes_the_current_mode(acp_agent: AgentHarness) -> Non
         _judge_config_updates(acp_agent, option_ids(_options(conn, sid)), _config_updates(conn, sid, start))
 
 
-@pytest.mark.clause("mode.set.invalid")
+@pytest.mark.acp_clause("mode.set.invalid")
 async def test_set_mode_to_an_unknown_mode_is_an_error(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         sid = await open_session(acp_agent, conn)
@@ -264,7 +264,7 @@ async def _during_a_held_turn(
             await conn.peer.wait_response(rid, method=method)
 
 
-@pytest.mark.clause("mode.set.anytime")
+@pytest.mark.acp_clause("mode.set.anytime")
 async def test_set_mode_during_a_turn(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         sid = await open_session(acp_agent, conn)
@@ -284,7 +284,7 @@ async def test_set_mode_during_a_turn(acp_agent: AgentHarness) -> None:
 
 
 # ----------------------------------------------------------- config options
-@pytest.mark.clause("config.set.response-complete")
+@pytest.mark.acp_clause("config.set.response-complete")
 async def test_set_config_option_answers_the_full_state(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         sid = await open_session(acp_agent, conn)
@@ -307,7 +307,7 @@ async def test_set_config_option_answers_the_full_state(acp_agent: AgentHarness)
         )
 
 
-@pytest.mark.clause("config.set.invalid")
+@pytest.mark.acp_clause("config.set.invalid")
 async def test_set_config_option_rejects_unknown_ids_and_values(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         sid = await open_session(acp_agent, conn)
@@ -340,7 +340,7 @@ async def test_set_config_option_rejects_unknown_ids_and_values(acp_agent: Agent
         )
 
 
-@pytest.mark.clause("config.set.anytime")
+@pytest.mark.acp_clause("config.set.anytime")
 async def test_set_config_option_during_a_turn(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         sid = await open_session(acp_agent, conn)
@@ -359,7 +359,7 @@ async def test_set_config_option_during_a_turn(acp_agent: AgentHarness) -> None:
         )
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "config.default-value",
     "config.category.reserved",
     "config.boolean.gated",

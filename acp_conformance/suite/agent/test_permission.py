@@ -80,7 +80,7 @@ def judge_option_ids(acp: AgentHarness, calls: list[PermissionCall]) -> None:
     )
 
 
-@pytest.mark.clause("perm.agent-honours-outcome", "perm.option.shape")
+@pytest.mark.acp_clause("perm.agent-honours-outcome", "perm.option.shape")
 async def test_rejected_tool_does_not_run(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
     """Every permission request answered with a reject option (``cancelled`` if none is offered):
     no file write or command may follow for the refused tool call, and the file it named must not
@@ -131,7 +131,7 @@ async def test_rejected_tool_does_not_run(acp_agent: AgentHarness, request: pyte
         close_out(acp_agent, request.node, "not judged on this path")
 
 
-@pytest.mark.clause("perm.agent-honours-outcome", "perm.option.shape")
+@pytest.mark.acp_clause("perm.agent-honours-outcome", "perm.option.shape")
 async def test_allow_once_is_not_remembered(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
     """Two tool turns answered ``allow_once``: a tool the agent asked about the first time must be
     asked about again (allow_once allows "this operation only this time")."""

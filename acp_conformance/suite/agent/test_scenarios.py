@@ -32,7 +32,7 @@ def _library() -> list[Any]:
         scenario = load_scenario(path)  # a bad library file is a collection error, naming file and line
         if scenario.plays != "client" or "not-in-suite" in scenario.tags:
             continue
-        params.append(pytest.param(path, marks=pytest.mark.clause(*scenario.clauses()), id=scenario.scenario))
+        params.append(pytest.param(path, marks=pytest.mark.acp_clause(*scenario.clauses()), id=scenario.scenario))
     return params
 
 

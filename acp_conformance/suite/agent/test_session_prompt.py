@@ -15,14 +15,14 @@ STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cance
 TURN_OUTPUT = {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
 
 
-@pytest.mark.clause("session.new.unique-id")
+@pytest.mark.acp_clause("session.new.unique-id")
 async def test_session_ids_are_unique(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         ids = [await new_session(acp_agent, conn) for _ in range(3)]
         acp_agent.check("session.new.unique-id", len(set(ids)) == 3, "three distinct sessionIds", f"{ids}")
 
 
-@pytest.mark.clause("mode.state.shape")
+@pytest.mark.acp_clause("mode.state.shape")
 async def test_session_modes_are_consistent(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         sid = await new_session(acp_agent, conn)
@@ -41,7 +41,7 @@ async def test_session_modes_are_consistent(acp_agent: AgentHarness) -> None:
 
 
 @pytest.mark.usefixtures("passive_bookkeeping")
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "cap.session-baseline",
     "prompt.response.stop-reason",
     "prompt.stop-reason.enum",
@@ -108,7 +108,7 @@ async def test_basic_prompt_turn(acp_agent: AgentHarness) -> None:
         )
 
 
-@pytest.mark.clause("prompt.updates.before-response")
+@pytest.mark.acp_clause("prompt.updates.before-response")
 async def test_no_turn_output_after_the_response(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         sid = await new_session(acp_agent, conn)

@@ -60,7 +60,7 @@ def require(conn: Connection, capability: str, what: str) -> None:
 
 
 # -------------------------------------------------------------- session/new
-@pytest.mark.clause("session.cwd.relative-rejected")
+@pytest.mark.acp_clause("session.cwd.relative-rejected")
 async def test_relative_cwd_is_rejected(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         await open_session(acp_agent, conn)  # an auth-gated agent is reported as blocked, not judged
@@ -104,7 +104,7 @@ for line in sys.stdin:
 '''
 
 
-@pytest.mark.clause("session.mcp.stdio")
+@pytest.mark.acp_clause("session.mcp.stdio")
 async def test_stdio_mcp_server_is_accepted(acp_agent: AgentHarness) -> None:
     """Every agent supports stdio MCP servers: a well-formed entry must not be refused."""
     stub = acp_agent.workdir / "acp_conformance_mcp_stub.py"
@@ -154,7 +154,7 @@ def _paths_of_turn(conn: Connection, start: int, end: int) -> list[tuple[str, st
     return found
 
 
-@pytest.mark.clause("session.cwd.authoritative", "session.roots.boundary")
+@pytest.mark.acp_clause("session.cwd.authoritative", "session.roots.boundary")
 async def test_tool_paths_follow_the_session_cwd(acp_agent: AgentHarness) -> None:
     """A tool turn: paths must resolve against the session cwd, not the agent's own process directory.
 
@@ -292,7 +292,7 @@ def _unknown_session_error(resp: Response) -> bool:
     )
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "session.load.response",
     "schema.null-result",
     "session.load.replay-session-id",
@@ -338,7 +338,7 @@ async def test_load_replays_the_conversation(acp_agent: AgentHarness) -> None:
             )
 
 
-@pytest.mark.clause("error.resource-not-found")
+@pytest.mark.acp_clause("error.resource-not-found")
 async def test_load_of_an_unknown_session_is_not_found(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         require(conn, "loadSession", "loadSession")
@@ -355,7 +355,7 @@ async def test_load_of_an_unknown_session_is_not_found(acp_agent: AgentHarness) 
         )
 
 
-@pytest.mark.clause("session.load.unsupported")
+@pytest.mark.acp_clause("session.load.unsupported")
 async def test_load_without_the_capability_is_refused(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         if conn.client.agent_supports("loadSession"):
@@ -376,7 +376,7 @@ async def test_load_without_the_capability_is_refused(acp_agent: AgentHarness) -
 
 
 # ----------------------------------------------------------- session/resume
-@pytest.mark.clause("session.resume.response", "session.resume.no-replay")
+@pytest.mark.acp_clause("session.resume.response", "session.resume.no-replay")
 async def test_resume_answers_without_replay(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         require(conn, "sessionCapabilities.resume", "sessionCapabilities.resume")
@@ -404,7 +404,7 @@ async def test_resume_answers_without_replay(acp_agent: AgentHarness) -> None:
 
 
 # ------------------------------------------------------------ session/close
-@pytest.mark.clause("session.close.cancels-work")
+@pytest.mark.acp_clause("session.close.cancels-work")
 async def test_close_cancels_the_running_turn(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         require(conn, "sessionCapabilities.close", "sessionCapabilities.close")
@@ -427,7 +427,7 @@ async def test_close_cancels_the_running_turn(acp_agent: AgentHarness) -> None:
         )
 
 
-@pytest.mark.clause("session.close.response", "session.close.unknown")
+@pytest.mark.acp_clause("session.close.response", "session.close.unknown")
 async def test_close_of_idle_and_unknown_sessions(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         require(conn, "sessionCapabilities.close", "sessionCapabilities.close")
@@ -510,7 +510,7 @@ def _session_info_problems(result: Any) -> list[str]:
     return problems
 
 
-@pytest.mark.clause("session.list.params-optional", "session.list.response", "session.list.discovery-only")
+@pytest.mark.acp_clause("session.list.params-optional", "session.list.response", "session.list.discovery-only")
 async def test_list_sessions(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         require(conn, "sessionCapabilities.list", "sessionCapabilities.list")
@@ -542,7 +542,7 @@ async def test_list_sessions(acp_agent: AgentHarness) -> None:
         )
 
 
-@pytest.mark.clause("session.list.cwd-filter")
+@pytest.mark.acp_clause("session.list.cwd-filter")
 async def test_list_cwd_filter(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         require(conn, "sessionCapabilities.list", "sessionCapabilities.list")
@@ -575,7 +575,7 @@ def _same_dir(a: str, b: str | os.PathLike[str]) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-@pytest.mark.clause("session.list.empty")
+@pytest.mark.acp_clause("session.list.empty")
 async def test_list_with_no_match_is_empty(acp_agent: AgentHarness) -> None:
     empty = acp_agent.workdir / f"acp-conformance-no-sessions-{uuid.uuid4().hex[:8]}"
     empty.mkdir()
@@ -592,7 +592,7 @@ async def test_list_with_no_match_is_empty(acp_agent: AgentHarness) -> None:
         )
 
 
-@pytest.mark.clause("session.list.invalid-cursor")
+@pytest.mark.acp_clause("session.list.invalid-cursor")
 async def test_list_with_an_invalid_cursor_is_an_error(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         require(conn, "sessionCapabilities.list", "sessionCapabilities.list")
@@ -607,7 +607,7 @@ async def test_list_with_an_invalid_cursor_is_an_error(acp_agent: AgentHarness) 
         )
 
 
-@pytest.mark.clause("session.list.page-size")
+@pytest.mark.acp_clause("session.list.page-size")
 async def test_list_paging_terminates(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         require(conn, "sessionCapabilities.list", "sessionCapabilities.list")
@@ -626,7 +626,7 @@ async def test_list_paging_terminates(acp_agent: AgentHarness) -> None:
 
 
 # ----------------------------------------------------------- session/delete
-@pytest.mark.clause("session.delete.response", "session.delete.removes", "session.delete.idempotent")
+@pytest.mark.acp_clause("session.delete.response", "session.delete.removes", "session.delete.idempotent")
 async def test_delete_removes_the_session(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         require(conn, "sessionCapabilities.delete", "sessionCapabilities.delete")
@@ -687,7 +687,7 @@ def _listed_info(pages: Sequence[Response], sid: str) -> Json | None:
     return next((s for s in listed(pages) if s.get("sessionId") == sid), None)
 
 
-@pytest.mark.clause("session.additional-dirs.no-implicit-restore")
+@pytest.mark.acp_clause("session.additional-dirs.no-implicit-restore")
 async def test_additional_directories_are_not_restored_implicitly(acp_agent: AgentHarness) -> None:
     """A session with one additional root, then resume (or load) without any: the roots the
     agent reports in session/list must be none, not the remembered ones."""

@@ -53,7 +53,7 @@ def _out_dir(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     return tmp_path / "acp-fuzz"
 
 
-@pytest.mark.clause(*CLAUSES)
+@pytest.mark.acp_clause(*CLAUSES)
 def test_stateful_session_lifecycle(acp_agent: AgentHarness, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Random interleavings of session/new, load, prompt, permission answers, cancel, set_mode and close."""
     budget = FuzzBudget.from_env()

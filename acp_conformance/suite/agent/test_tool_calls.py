@@ -84,7 +84,7 @@ TOOL_SHAPE_CLAUSES = ("tool.kind.enum", "tool.status.enum", "tool.content.shapes
 
 
 @pytest.mark.usefixtures("passive_bookkeeping")
-@pytest.mark.clause(*TOOL_CLAUSES, *TOOL_SHAPE_CLAUSES, "prompt.stop-reason.enum", "prompt.updates.before-response")
+@pytest.mark.acp_clause(*TOOL_CLAUSES, *TOOL_SHAPE_CLAUSES, "prompt.stop-reason.enum", "prompt.updates.before-response")
 async def test_tool_calls_are_reported_consistently(acp_agent: AgentHarness, request: pytest.FixtureRequest) -> None:
     """Two tool turns (allow once each time): every tool call mention is judged."""
     async with acp_agent.connect(permission="allow_once") as conn:

@@ -10,7 +10,7 @@ from acp_conformance.suite._support import new_session, run_turn
 pytestmark = pytest.mark.anyio
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "transport.utf8",
     "transport.stdio.newline-delimited",
     "transport.stdio.one-message-per-line",
@@ -26,7 +26,7 @@ async def test_stdout_carries_only_protocol(acp_agent: AgentHarness) -> None:
         await new_session(acp_agent, conn)
 
 
-@pytest.mark.clause("transport.stdio.newline-delimited")
+@pytest.mark.acp_clause("transport.stdio.newline-delimited")
 async def test_escaped_newlines_in_strings_are_accepted(acp_agent: AgentHarness) -> None:
     """Newlines inside JSON strings are escaped on the wire and must not split a frame."""
     async with acp_agent.connect() as conn:
@@ -36,7 +36,7 @@ async def test_escaped_newlines_in_strings_are_accepted(acp_agent: AgentHarness)
 
 
 # Also newline-delimited: whatever the agent writes on its way out must be whole lines.
-@pytest.mark.clause("transport.stdio.exit-on-stdin-close", "transport.stdio.newline-delimited")
+@pytest.mark.acp_clause("transport.stdio.exit-on-stdin-close", "transport.stdio.newline-delimited")
 async def test_exits_after_stdin_closes(acp_agent: AgentHarness) -> None:
     """Reported, not required: does the agent exit once the client closes its stdin?"""
     async with acp_agent.connect() as conn:

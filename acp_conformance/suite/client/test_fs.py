@@ -23,7 +23,7 @@ RESOURCE_NOT_FOUND = -32002
 TEXT = "first line\nsecond line — ünïcødé ✓\nthird line\nfourth line\n"
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "fs.read.response", "fs.read.line-limit", "fs.read.missing", "error.resource-not-found", "init.request.capabilities"
 )
 async def test_read_text_file(acp_client: ClientHarness) -> None:
@@ -78,12 +78,15 @@ async def test_read_text_file(acp_client: ClientHarness) -> None:
             )
         else:
             # No error at all is judged on fs.read.missing; which code it would have had is unknown.
-            acp_client.record("error.resource-not-found", Status.INCONCLUSIVE,
-                              "the client answered the read of a missing file without an error")
+            acp_client.record(
+                "error.resource-not-found",
+                Status.INCONCLUSIVE,
+                "the client answered the read of a missing file without an error",
+            )
         await turn.end()
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "fs.write.create", "fs.write.response", "schema.null-result", "fs.read.response", "init.request.capabilities"
 )
 async def test_write_text_file(acp_client: ClientHarness) -> None:

@@ -191,7 +191,7 @@ HUGE = 1024 * 1024
 
 
 # ------------------------------------------------------------------ tests
-@pytest.mark.clause("jsonrpc.parse-error", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
+@pytest.mark.acp_clause("jsonrpc.parse-error", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_client_unparseable_lines(acp_client: ClientHarness) -> None:
     """Lines that are not JSON (garbage, NUL, invalid UTF-8, cut frames, banners, 1 MiB lines) get -32700
     with a null id; oddly framed agent requests (CRLF, BOM, split writes) are still served."""
@@ -205,7 +205,7 @@ def test_fuzz_client_unparseable_lines(acp_client: ClientHarness) -> None:
     )
 
 
-@pytest.mark.clause("jsonrpc.invalid-request", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
+@pytest.mark.acp_clause("jsonrpc.invalid-request", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_client_invalid_requests(acp_client: ClientHarness) -> None:
     """JSON that is no request object ({}, scalars, null, no method, a non-string method, ids of the wrong
     type, a broken envelope) gets -32600, and the client keeps serving its agent."""
@@ -222,7 +222,7 @@ def test_fuzz_client_invalid_requests(acp_client: ClientHarness) -> None:
     )
 
 
-@pytest.mark.clause("jsonrpc.invalid-params", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
+@pytest.mark.acp_clause("jsonrpc.invalid-params", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_client_invalid_params(acp_client: ClientHarness) -> None:
     """session/request_permission, fs/* and terminal/* with a required member missing or of the wrong type, or
     params that are no object, get -32602 (any error for a method the client did not advertise), never a result."""
@@ -237,7 +237,7 @@ def test_fuzz_client_invalid_params(acp_client: ClientHarness) -> None:
     )
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "jsonrpc.unknown-method",
     "jsonrpc.notification-no-response",
     "jsonrpc.every-request-answered",
@@ -263,7 +263,7 @@ def test_fuzz_client_methods_and_notifications(acp_client: ClientHarness) -> Non
     )
 
 
-@pytest.mark.clause("jsonrpc.id-types", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
+@pytest.mark.acp_clause("jsonrpc.id-types", "jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input")
 def test_fuzz_client_odd_ids(acp_client: ClientHarness) -> None:
     """Agent requests with odd but valid ids (0, negative, int64 extremes, "", numeric-looking, unicode, 64 KiB
     strings) are answered with exactly that id; a reused id does not wedge the client."""
@@ -277,7 +277,7 @@ def test_fuzz_client_odd_ids(acp_client: ClientHarness) -> None:
     )
 
 
-@pytest.mark.clause("jsonrpc.every-request-answered", "ext.request.unknown")
+@pytest.mark.acp_clause("jsonrpc.every-request-answered", "ext.request.unknown")
 def test_fuzz_client_survives_unusual_frames(acp_client: ClientHarness) -> None:
     """Valid but unusual frames (_meta on every object, 1 MiB strings, long arrays, deep nesting, RTL /
     zero-width / combining text, extension requests) and odd invalid ones (lone surrogates, unknown enum

@@ -24,7 +24,7 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "init.first",
     "init.request.protocol-version",
     "init.request.protocol-version-type",
@@ -72,8 +72,11 @@ async def test_initialize_request(acp_client: ClientHarness) -> None:
         caps = caps if isinstance(caps, dict) else {}
         fs_caps = caps.get("fs")
         fs: dict[str, Any] = fs_caps if isinstance(fs_caps, dict) else {}
-        flags = {"fs.readTextFile": fs.get("readTextFile"), "fs.writeTextFile": fs.get("writeTextFile"),
-                 "terminal": caps.get("terminal")}
+        flags = {
+            "fs.readTextFile": fs.get("readTextFile"),
+            "fs.writeTextFile": fs.get("writeTextFile"),
+            "terminal": caps.get("terminal"),
+        }
         auth = caps.get("auth")
         if isinstance(auth, dict):
             flags["auth.terminal"] = auth.get("terminal")
@@ -97,7 +100,7 @@ async def test_initialize_request(acp_client: ClientHarness) -> None:
         )
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "session.after-init",
     "session.new.params",
     "session.cwd.absolute",
@@ -126,8 +129,11 @@ async def test_session_and_prompt(acp_client: ClientHarness) -> None:
         turn = await first_turn(acp_client, conn)
         await turn.say("Hello from the **conformance agent**:\n\n- one\n- two\n")
         await turn.end()
-        await manual_check(acp_client, "content.markdown",
-                           "Did the editor render the agent's reply as Markdown (bold text, a two-item list)?")
+        await manual_check(
+            acp_client,
+            "content.markdown",
+            "Did the editor render the agent's reply as Markdown (bold text, a two-item list)?",
+        )
         new = conn.agent.session_requests[0]
         p = new.params if isinstance(new.params, dict) else {}
         cwd = p.get("cwd")
@@ -171,7 +177,7 @@ GATED_METHODS = tuple(AGENT_GATED_METHODS)
 GATED_BLOCKS = tuple(PROMPT_GATED_BLOCKS)
 
 
-@pytest.mark.clause("cap.omitted-unsupported", "cap.all-combinations")
+@pytest.mark.acp_clause("cap.omitted-unsupported", "cap.all-combinations")
 async def test_agent_capabilities_omitted(acp_client: ClientHarness) -> None:
     """The agent answers initialize with an empty agentCapabilities: every capability is absent, so unsupported
     (a client must not read "absent" as "supported"). The client still runs a turn (it copes with an agent that
@@ -200,8 +206,14 @@ async def test_agent_capabilities_omitted(acp_client: ClientHarness) -> None:
         # Give a client that would (wrongly) go on to load, list or resume a moment to do so.
         await conn.peer.quiet_for(0.3, lambda e: isinstance(e, Request) and e.method in GATED_METHODS)
         used = sorted({e.method for e in conn.peer.events if isinstance(e, Request) and e.method in GATED_METHODS})
-        blocks = sorted({str(b.get("type")) for t in conn.agent.turns for b in t.prompt
-                         if isinstance(b, dict) and b.get("type") in GATED_BLOCKS})
+        blocks = sorted(
+            {
+                str(b.get("type"))
+                for t in conn.agent.turns
+                for b in t.prompt
+                if isinstance(b, dict) and b.get("type") in GATED_BLOCKS
+            }
+        )
         acp_client.check(
             "cap.omitted-unsupported",
             not used and not blocks,
@@ -233,7 +245,7 @@ def _mcp_server_ok(server: Any) -> bool:
     return False
 
 
-@pytest.mark.clause("init.version.client-disconnect")
+@pytest.mark.acp_clause("init.version.client-disconnect")
 async def test_unsupported_version_answer(acp_client: ClientHarness) -> None:
     """The agent answers initialize with a version no v1 client supports: the client should not go on."""
     async with acp_client.connect(AgentSetup(protocol_version=60000)) as conn:

@@ -20,7 +20,7 @@ ODD_OPTIONS = [
 ]
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "perm.response.shape", "perm.response.valid-option", "jsonrpc.bidirectional", "jsonrpc.result-xor-error"
 )
 async def test_permission_answer_is_an_offered_option(acp_client: ClientHarness) -> None:
@@ -59,7 +59,7 @@ async def test_permission_answer_is_an_offered_option(acp_client: ClientHarness)
 
 
 @pytest.mark.parametrize("policy", ["allow", "reject"])
-@pytest.mark.clause("perm.auto", "perm.response.valid-option")
+@pytest.mark.acp_clause("perm.auto", "perm.response.valid-option")
 async def test_permission_policy_is_applied(acp_client: ClientHarness, policy: str) -> None:
     """With the profile's allow / reject setting, the client picks an option of that kind (perm.auto)."""
     require(acp_client, "prompt", f"permission:{policy}")
@@ -77,7 +77,7 @@ async def test_permission_policy_is_applied(acp_client: ClientHarness, policy: s
         await turn.end()
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "perm.cancelled-on-cancel",
     "perm.late-request-after-cancel",
     "cancel.is-notification",
@@ -124,7 +124,7 @@ async def test_cancel_answers_pending_permissions(acp_client: ClientHarness) -> 
         await turn.end("cancelled")
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "cancel.is-notification", "cancel.client-may", "perm.late-request-after-cancel", "cancel.client-marks-tools"
 )
 async def test_cancel_a_running_turn(acp_client: ClientHarness) -> None:
@@ -155,5 +155,8 @@ async def test_cancel_a_running_turn(acp_client: ClientHarness) -> None:
         )
         await turn.tool_update(running, "in_progress")  # late tool call updates are still accepted
         await turn.end("cancelled")
-        await manual_check(acp_client, "cancel.client-marks-tools",
-                           "Did the editor show the 'Long refactoring' tool call as cancelled?")
+        await manual_check(
+            acp_client,
+            "cancel.client-marks-tools",
+            "Did the editor show the 'Long refactoring' tool call as cancelled?",
+        )

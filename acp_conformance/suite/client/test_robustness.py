@@ -52,7 +52,7 @@ async def _still_answers(
     return answer
 
 
-@pytest.mark.clause("jsonrpc.every-request-answered")
+@pytest.mark.acp_clause("jsonrpc.every-request-answered")
 async def test_unknown_update_kinds_sessions_and_tool_calls(acp_client: ClientHarness) -> None:
     """A session/update of an unknown kind, a tool_call_update for a toolCallId never announced, and updates
     for a session that does not exist: the client ignores them and still answers the next request."""
@@ -65,18 +65,24 @@ async def test_unknown_update_kinds_sessions_and_tool_calls(acp_client: ClientHa
             {"sessionUpdate": "acp_conformance_future_kind", "content": {"type": "text", "text": "?"}, "level": 3},
             validate=False,
         )
-        await turn.update({"sessionUpdate": "tool_call_update", "toolCallId": "never-announced-42",
-                           "status": "completed"})
+        await turn.update(
+            {"sessionUpdate": "tool_call_update", "toolCallId": "never-announced-42", "status": "completed"}
+        )
         await turn.update(
             {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "for nobody"}},
             session_id="sess-that-does-not-exist",
         )
-        await _still_answers(acp_client, turn, "jsonrpc.every-request-answered",
-                             "unknown update kinds, tool calls and sessions", baseline)
+        await _still_answers(
+            acp_client,
+            turn,
+            "jsonrpc.every-request-answered",
+            "unknown update kinds, tool calls and sessions",
+            baseline,
+        )
         await turn.end()
 
 
-@pytest.mark.clause("jsonrpc.every-request-answered")
+@pytest.mark.acp_clause("jsonrpc.every-request-answered")
 async def test_update_flood(acp_client: ClientHarness) -> None:
     """2000 streamed message chunks (about 400 KiB) as fast as the wire takes them, then a permission request:
     the client keeps reading, and answers it as it answered the one before the flood."""
@@ -91,7 +97,7 @@ async def test_update_flood(acp_client: ClientHarness) -> None:
         await turn.end()
 
 
-@pytest.mark.clause("ext.meta.everywhere", "ext.meta.no-assumptions", "cap.custom-meta")
+@pytest.mark.acp_clause("ext.meta.everywhere", "ext.meta.no-assumptions", "cap.custom-meta")
 async def test_meta_everywhere(acp_client: ClientHarness) -> None:
     """``_meta`` on the initialize result, the capabilities, the session, every update, content block and
     request, with values the client cannot know: it accepts them all and behaves as without."""
@@ -132,7 +138,7 @@ async def test_meta_everywhere(acp_client: ClientHarness) -> None:
         await turn.end()
 
 
-@pytest.mark.clause("ext.notification.ignore", "jsonrpc.notification-no-response")
+@pytest.mark.acp_clause("ext.notification.ignore", "jsonrpc.notification-no-response")
 async def test_unknown_extension_notifications(acp_client: ClientHarness) -> None:
     """Unknown ``_`` notifications are ignored: never answered, and the session goes on."""
     require(acp_client, "prompt")
@@ -153,7 +159,7 @@ async def test_unknown_extension_notifications(acp_client: ClientHarness) -> Non
         await turn.end()
 
 
-@pytest.mark.clause("jsonrpc.id-spaces-independent")
+@pytest.mark.acp_clause("jsonrpc.id-spaces-independent")
 async def test_stray_responses_and_shared_ids(acp_client: ClientHarness) -> None:
     """A response to an id the client never used, a second response to its initialize, and a request whose id
     equals the client's pending session/prompt id: the client keeps its id spaces apart and goes on."""
@@ -172,14 +178,19 @@ async def test_stray_responses_and_shared_ids(acp_client: ClientHarness) -> None
             params = {
                 "sessionId": turn.session_id,
                 "toolCall": {"toolCallId": "shared-id", "title": "Shared id", "status": "pending"},
-                "options": [{"optionId": "ok-1", "name": "OK", "kind": "allow_once"},
-                            {"optionId": "no-1", "name": "No", "kind": "reject_once"}],
+                "options": [
+                    {"optionId": "ok-1", "name": "OK", "kind": "allow_once"},
+                    {"optionId": "no-1", "name": "No", "kind": "reject_once"},
+                ],
             }
             resp = await conn.peer.call("session/request_permission", params, id=turn.request.id)
         except PeerError as exc:
-            acp_client.check("jsonrpc.id-spaces-independent", False,
-                             "an answer to our request that reuses the id of the client's own pending request",
-                             exc.message)
+            acp_client.check(
+                "jsonrpc.id-spaces-independent",
+                False,
+                "an answer to our request that reuses the id of the client's own pending request",
+                exc.message,
+            )
             return
         acp_client.check(
             "jsonrpc.id-spaces-independent",
@@ -192,7 +203,7 @@ async def test_stray_responses_and_shared_ids(acp_client: ClientHarness) -> None
         await turn.end()
 
 
-@pytest.mark.clause("transport.stdio.stderr-logs")
+@pytest.mark.acp_clause("transport.stdio.stderr-logs")
 async def test_stderr_flood(acp_client: ClientHarness) -> None:
     """The agent writes 2 MiB to stderr, protocol-looking lines included: the client keeps draining it,
     never parses it, and answers the next request."""
@@ -230,4 +241,3 @@ async def test_stderr_flood(acp_client: ClientHarness) -> None:
             return
         await _still_answers(acp_client, turn, "transport.stdio.stderr-logs", "a 2 MiB stderr flood", baseline)
         await turn.end()
-

@@ -230,7 +230,7 @@ def _library() -> list[Any]:
         if scenario.plays != "agent" or "not-in-suite" in scenario.tags:
             continue
         plan(scenario)  # and so is one this suite cannot play
-        params.append(pytest.param(path, marks=pytest.mark.clause(*scenario.clauses()), id=scenario.scenario))
+        params.append(pytest.param(path, marks=pytest.mark.acp_clause(*scenario.clauses()), id=scenario.scenario))
     return params
 
 
@@ -355,7 +355,8 @@ async def test_scenario(acp_client: ClientHarness, path: Path) -> None:
             _close_answered_turns(conn)
         await settle(conn.peer, scenario)  # the file's own answers: prompts it holds are not waited for
         early = [
-            e for e in list(conn.peer.events)[:taken_over]
+            e
+            for e in list(conn.peer.events)[:taken_over]
             if isinstance(e, Request) and e.method in how.scenario.answers
         ]
         if early:

@@ -49,7 +49,7 @@ def _exit_status_ok(status: Any) -> bool:
     return code_ok and (sig is None or isinstance(sig, str))
 
 
-@pytest.mark.clause("term.wait", "term.output.shape", "term.exit-status.shape", "term.release.invalidates")
+@pytest.mark.acp_clause("term.wait", "term.output.shape", "term.exit-status.shape", "term.release.invalidates")
 async def test_terminal_runs_a_command(acp_client: ClientHarness) -> None:
     """create -> wait_for_exit (exit code 3) -> output ("hello", exitStatus) -> release -> the id is gone."""
     require(acp_client, "prompt")
@@ -58,8 +58,12 @@ async def test_terminal_runs_a_command(acp_client: ClientHarness) -> None:
         cwd = str(session_dir(conn, turn))
         created = await turn.create_terminal("sh", ["-c", "printf 'hello\\n'; exit 3"], cwd=cwd)
         tid = _tid(created)
-        acp_client.check("term.wait", tid is not None, "terminal/create to answer with a terminalId",
-                         f"error {created.error!r}" if created.is_error else f"result {created.result!r}")
+        acp_client.check(
+            "term.wait",
+            tid is not None,
+            "terminal/create to answer with a terminalId",
+            f"error {created.error!r}" if created.is_error else f"result {created.result!r}",
+        )
         waited = await turn.terminal("wait_for_exit", tid)
         status = waited.result if isinstance(waited.result, dict) else None
         acp_client.check(
@@ -78,14 +82,20 @@ async def test_terminal_runs_a_command(acp_client: ClientHarness) -> None:
         result = out.result if isinstance(out.result, dict) else {}
         acp_client.check(
             "term.output.shape",
-            result.get("output") == "hello\n" and result.get("truncated") is False
-            and isinstance(result.get("exitStatus"), dict) and result["exitStatus"].get("exitCode") == 3,
+            result.get("output") == "hello\n"
+            and result.get("truncated") is False
+            and isinstance(result.get("exitStatus"), dict)
+            and result["exitStatus"].get("exitCode") == 3,
             'output "hello\\n", truncated false and the exitStatus of the exited command',
             f"error {out.error!r}" if out.is_error else f"result {out.result!r}",
         )
         released = await turn.terminal("release", tid)
-        acp_client.check("term.release.invalidates", not released.is_error, "terminal/release to succeed",
-                         f"error {released.error!r}")
+        acp_client.check(
+            "term.release.invalidates",
+            not released.is_error,
+            "terminal/release to succeed",
+            f"error {released.error!r}",
+        )
         for method in ("output", "wait_for_exit"):
             after = await turn.terminal(method, tid)
             acp_client.check(
@@ -97,7 +107,7 @@ async def test_terminal_runs_a_command(acp_client: ClientHarness) -> None:
         await turn.end()
 
 
-@pytest.mark.clause("term.create.immediate", "term.output.shape", "term.kill.keeps-id")
+@pytest.mark.acp_clause("term.create.immediate", "term.output.shape", "term.kill.keeps-id")
 async def test_terminal_kill_keeps_the_id(acp_client: ClientHarness) -> None:
     """A long command: create answers at once; output has no exitStatus yet; kill stops it and the id still
     works for output and wait_for_exit."""
@@ -113,21 +123,27 @@ async def test_terminal_kill_keeps_the_id(acp_client: ClientHarness) -> None:
             "term.create.immediate",
             tid is not None,
             f"a terminalId within {limit:g} s for a command that runs {LONG} s",
-            "no answer in time (does it wait for the command to finish?)" if created is None
-            else f"error {created.error!r}" if created.is_error else f"result {created.result!r}",
+            "no answer in time (does it wait for the command to finish?)"
+            if created is None
+            else f"error {created.error!r}"
+            if created.is_error
+            else f"result {created.result!r}",
         )
         out = await turn.terminal("output", tid)
         result = out.result if isinstance(out.result, dict) else {}
         acp_client.check(
             "term.output.shape",
-            not out.is_error and isinstance(result.get("output"), str) and isinstance(result.get("truncated"), bool)
+            not out.is_error
+            and isinstance(result.get("output"), str)
+            and isinstance(result.get("truncated"), bool)
             and result.get("exitStatus") is None,
             "output and truncated, and no exitStatus while the command is still running",
             f"error {out.error!r}" if out.is_error else f"result {out.result!r}",
         )
         killed = await turn.terminal("kill", tid)
-        acp_client.check("term.kill.keeps-id", not killed.is_error, "terminal/kill to succeed",
-                         f"error {killed.error!r}")
+        acp_client.check(
+            "term.kill.keeps-id", not killed.is_error, "terminal/kill to succeed", f"error {killed.error!r}"
+        )
         waited = await turn.terminal("wait_for_exit", tid, timeout=limit)
         acp_client.check(
             "term.kill.keeps-id",
@@ -183,7 +199,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.mark.clause("term.release.kills")
+@pytest.mark.acp_clause("term.release.kills")
 async def test_release_kills_a_running_command(acp_client: ClientHarness) -> None:
     """Releasing a terminal whose command still runs kills the command (checked by its pid)."""
     require(acp_client, "prompt")
@@ -217,7 +233,7 @@ async def test_release_kills_a_running_command(acp_client: ClientHarness) -> Non
         await turn.end()
 
 
-@pytest.mark.clause("term.output.truncate-head", "term.output.char-boundary")
+@pytest.mark.acp_clause("term.output.truncate-head", "term.output.char-boundary")
 async def test_output_byte_limit_keeps_the_tail(acp_client: ClientHarness) -> None:
     """outputByteLimit cuts from the front, never inside a UTF-8 character, and sets truncated."""
     require(acp_client, "prompt")

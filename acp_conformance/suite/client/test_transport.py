@@ -14,7 +14,7 @@ pytestmark = pytest.mark.anyio
 METHOD_NOT_FOUND = -32601
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "transport.utf8",
     "transport.stdio.newline-delimited",
     "transport.stdio.one-message-per-line",
@@ -38,7 +38,7 @@ async def test_stdin_carries_only_protocol(acp_client: ClientHarness) -> None:
         await conn.peer.quiet_for(0.3, lambda e: False)
 
 
-@pytest.mark.clause(
+@pytest.mark.acp_clause(
     "jsonrpc.every-request-answered",
     "jsonrpc.response-id-echo",
     "jsonrpc.result-xor-error",

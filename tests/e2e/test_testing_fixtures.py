@@ -1,0 +1,43 @@
+"""acp_conformance.testing as another project uses it: a conftest line, fixtures, no --acp-*."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKEN = ROOT / "tests" / "peers" / "broken_agents.py"
+
+PROJECT = f"""
+import sys
+
+def test_my_agent_passes(acp_drive_agent, acp_mock_agent):
+    run = acp_drive_agent(acp_mock_agent(), "hello")
+    run.raise_for_violations()
+    assert run.turns[0]["stopReason"] == "end_turn"
+
+def test_my_broken_agent_is_caught(acp_drive_agent):
+    run = acp_drive_agent(sys.executable + " {BROKEN} jsonrpc-1.0", "hello", timeout=60)
+    assert run.violations
+    run.raise_for_violations()   # fails this test, naming the violations
+"""
+
+
+def test_fixtures_drive_an_agent_and_turn_violations_into_failures(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["acp_conformance.testing"]\n')
+    (tmp_path / "test_mine.py").write_text(PROJECT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rf"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    out = proc.stdout + proc.stderr
+    assert "1 failed, 1 passed" in out, out[-4000:]
+    assert "test_my_broken_agent_is_caught" in out and "ACP violation(s)" in out, out[-4000:]
