@@ -128,6 +128,8 @@ _PACKAGE_PARENT = Path(__file__).resolve().parent.parent
 _PYTEST_TMP = re.compile(r"<tmp>/pytest-of-[^/\s\"']+/pytest-\d+/")
 #: Any environment's packages and interpreters, not only ours (a peer may run from another venv).
 _ANY_SITE_PACKAGES = re.compile(r"(?:/[^/\s\"'<>]+)+/(?:site|dist)-packages/")
+#: Any installation of npm packages: a peer's stack trace names its files under node_modules.
+_ANY_NODE_MODULES = re.compile(r"(?:/[^/\s\"'<>]+)+/node_modules/")
 _ANY_INTERPRETER = re.compile(r"(?:/[^/\s\"'<>]+)+/bin/((?:python|node|pypy)[0-9.]*)\b")
 
 
@@ -171,5 +173,6 @@ def machine_paths(text: str) -> str:
         if bare in text:
             text = re.sub(re.escape(bare) + r"(?![\w.-])", placeholder.rstrip("/") or ".", text)
     text = _ANY_SITE_PACKAGES.sub("<site-packages>/", text)
+    text = _ANY_NODE_MODULES.sub("node_modules/", text)
     text = _ANY_INTERPRETER.sub(r"\1", text)
     return _PYTEST_TMP.sub("<tmp>/", text)

@@ -21,6 +21,7 @@ __all__ = [
     "frames_of",
     "judged_frame",
     "label_of",
+    "printable",
     "render_markdown",
     "reproduce_command",
     "sequence_diagram",
@@ -173,7 +174,21 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def printable(text: str) -> str:
+    """Control characters a peer or a fuzz frame put in evidence, shown as escapes: a report is a
+    text file, and a NUL in it makes tools call it binary."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def render_markdown(data: dict[str, Any]) -> str:
+    """The Markdown report of a JSON report (control characters escaped throughout)."""
+    return printable(_render(data))
+
+
+def _render(data: dict[str, Any]) -> str:
     from acp_conformance.reporting import baseline_line, verdict_line
 
     v = data["verdict"]

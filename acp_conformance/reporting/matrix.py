@@ -20,7 +20,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from acp_conformance.reporting.markdown import frames_of, judged_frame, label_of, reproduce_command, spec_links
+from acp_conformance.reporting.markdown import (
+    frames_of,
+    judged_frame,
+    label_of,
+    printable,
+    reproduce_command,
+    spec_links,
+)
 
 __all__ = ["matrix_html", "matrix_markdown", "peer_key", "svg_sequence"]
 
@@ -168,7 +175,7 @@ def matrix_html(reports: dict[str, dict[str, Any]]) -> str:
     style = " ".join(
         f".s-{k}{{background:{v};color:{'#000' if k == 'NOT_TESTED' else '#fff'}}}" for k, v in _COLOURS.items()
     )
-    return (
+    return printable(
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         "<title>ACP conformance: interop matrix</title><style>"
         "body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}"

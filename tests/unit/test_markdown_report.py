@@ -25,6 +25,7 @@ EVIDENCE = "\n".join(
         '    0.100 <- {"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{"tool... (547 chars)',
         '    0.200 -> {"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}',
         '    0.300 <- {"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}',
+        '    0.400 -> \x00{"jsonrpc":"2.0"} (a fuzz frame with a NUL)',
         "agent stderr: done",
     ]
 )
@@ -55,6 +56,7 @@ def test_a_finding_says_what_why_where_and_how_to_reproduce() -> None:
     row = next(line for line in text.splitlines() if line.startswith("| [`perm.agent-cancel-race`]"))
     assert row.endswith(" … |") and "a-very-long-observation-word a-very" in row  # cut between words
     assert '<a id="finding-perm-agent-cancel-race"></a>' in text
+    assert "\x00" not in text and "\\x00{" in text  # a text file: control characters escaped
 
 
 def test_the_sequence_diagram_names_each_frame_and_marks_the_finding() -> None:

@@ -76,6 +76,7 @@ def test_reports_carry_no_path_of_the_machine_that_wrote_them(tmp_path: Path) ->
         f"Traceback: File {site}/acp/connection.py, line 3",
         f"{sys.prefix}/bin/python -m mock_agent.relay --control unix:{tmp_path}/c.sock",
         "File /opt/other-venv/lib/python3.12/site-packages/x.py; /usr/local/bin/node dist/index.js",
+        "at run (/opt/peers/node_modules/acpx/dist/queue.js:1611:6)",
         f"config at {Path.home()}/.config/agent.json",
     ]
     run = RunResults(registry=REG, role="agent", command=f"{sys.prefix}/bin/python -m mock_agent", checked=set())
@@ -85,6 +86,7 @@ def test_reports_carry_no_path_of_the_machine_that_wrote_them(tmp_path: Path) ->
         assert machine not in text
     assert "scenarios/agent/cancel-long-turn.yaml:36" in text  # a checkout path stays, relative
     assert "<site-packages>/acp/connection.py" in text and "python -m mock_agent.relay" in text
+    assert "(node_modules/acpx/dist/queue.js:1611:6)" in text
 
 
 def test_a_partial_run_judges_its_selection_and_never_says_conformant() -> None:
