@@ -46,6 +46,8 @@ class Clause:
     untestable: str | None = None
     robustness: bool = False
     note: str | None = None
+    #: The usual fix, in one line, shown beside a finding of this clause.
+    hint: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
@@ -159,6 +161,7 @@ def _parse(data: dict[str, Any], origin: str) -> list[Clause]:
                 "untestable",
                 "robustness",
                 "note",
+                "hint",
             }
             out.append(
                 Clause(
@@ -174,6 +177,7 @@ def _parse(data: dict[str, Any], origin: str) -> list[Clause]:
                     untestable=raw.get("untestable"),
                     robustness=bool(raw.get("robustness", False)),
                     note=raw.get("note"),
+                    hint=raw.get("hint", ""),
                     extra={k: v for k, v in raw.items() if k not in known},
                 )
             )

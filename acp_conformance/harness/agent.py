@@ -143,6 +143,7 @@ class AgentHarness(HarnessBase):
         terminals: VirtualTerminals | None = None,
     ) -> AsyncIterator[Connection]:
         """Start the agent; yield a connected (by default initialized) client."""
+        __tracebackhide__ = True  # a finding's traceback shows the test, not the harness
         self._n += 1
         sandbox_dir = self.workdir / f"session-{self._n}"
         sandbox_dir.mkdir(parents=True, exist_ok=True)
@@ -196,6 +197,7 @@ class AgentHarness(HarnessBase):
         protocol_version: Any,
         terminals: VirtualTerminals | None,
     ) -> AsyncIterator[Connection]:
+        __tracebackhide__ = True  # a finding's traceback shows the test, not the harness
         # Each teardown stage (stdin EOF, SIGTERM) waits at most this long: an agent that ignores
         # both must not cost more per connection than the deadline the user chose for a wait.
         grace = min(2.0, self.config.timeout)

@@ -116,6 +116,7 @@ class HarnessBase:
         ``stop=False`` for a MUST whose failure must not hide the checks after it (independent
         judgements of the same traffic): the FAIL is recorded and the test fails once the body
         is over (``pending_failure``)."""
+        __tracebackhide__ = True  # a finding's traceback shows the test, not the harness
         status = judged(registry().get(clause), ok)
         if status is Status.PASS:
             self.record(clause, Status.PASS, expected)

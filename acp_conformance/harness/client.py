@@ -287,6 +287,7 @@ class ClientHarness(HarnessBase):
         wait_initialize: bool = True,
     ) -> AsyncIterator[ClientConnection]:
         """Start the client (or wait for a person to) and yield the connection to its agent."""
+        __tracebackhide__ = True  # a finding's traceback shows the test, not the harness
         setup = agent or AgentSetup()
         if permission is not None:
             why = self.unsupported(f"permission:{permission}")
@@ -492,6 +493,7 @@ class ClientHarness(HarnessBase):
             await conn.relay.exit(0)
 
     async def _await_initialize(self, conn: ClientConnection) -> None:
+        __tracebackhide__ = True  # a finding's traceback shows the test, not the harness
         limit = self.config.startup_timeout if self.mode == "auto" else self.config.human_timeout
         seen = liveness("client", self.config.command)
         try:

@@ -60,7 +60,12 @@ def collect(item: pytest.Item, call: pytest.CallInfo[None], rep: pytest.TestRepo
         # pytest's own rendering of a failure quotes observed values: mask them like the reports.
         redact = redactor()
         if rep.longrepr is not None:
-            rep.longrepr = redact(str(rep.longrepr))
+            # Flattening the structured repr to a string would cost pytest's short summary its
+            # message line ("acp_agent = <acp_conforma..."): only a repr that shows a secret is.
+            text = str(rep.longrepr)
+            masked = redact(text)
+            if masked != text:
+                rep.longrepr = masked
         rep.sections = [(title, redact(text)) for title, text in rep.sections]
     if call.when != "teardown":
         return

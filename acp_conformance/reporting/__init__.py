@@ -205,6 +205,8 @@ class RunResults:
                     for t, r in _dedupe(got)
                 ],
             }
+            if clause.hint:
+                entry["hint"] = clause.hint
             if clause.untestable:
                 entry["untestable"] = clause.untestable
             elif status is Status.NOT_APPLICABLE and not got:

@@ -214,3 +214,15 @@ def test_expected_failures_baseline_gates_on_new_and_stale_entries(tmp_path: Pat
     assert (
         bad.returncode == 4 and "unknown clause id 'cancel.stop-reasn'" in bad.stderr and "Traceback" not in bad.stderr
     )
+
+
+def test_a_finding_shows_the_test_not_the_harness(tmp_path: Path) -> None:
+    """The failure output of a FAIL points at the suite's test and the clause, with the harness
+    frames hidden, and the short summary line carries the clause message."""
+    broken = f"{PY} {ROOT / 'tests' / 'peers' / 'broken_agents.py'} ends-cancelled-turns-with-end-turn"
+    proc = _pytest(tmp_path, f"--acp-agent={broken}", "--acp-clause=cancel.stop-reason", "-x", env={"COLUMNS": "300"})
+    assert proc.returncode == 1
+    assert "acp_conformance/harness/agent.py" not in proc.stdout and "def _connected" not in proc.stdout
+    assert "test_cancellation.py:" in proc.stdout
+    summary = next(line for line in proc.stdout.splitlines() if line.startswith("FAILED "))
+    assert "ConformanceFailure: [cancel.stop-reason]" in summary, summary

@@ -51,6 +51,7 @@ def test_a_finding_says_what_why_where_and_how_to_reproduce() -> None:
     assert "[prompt-turn § Cancellation](https://agentclientprotocol.com/protocol/prompt-turn#cancellation)" in text
     assert "pytest --acp-agent='node agent.js --acp' --acp-clause=perm.agent-cancel-race" in text
     assert "test_cancellation.py::test_cancel_while_permission_pending" in text
+    assert f"Usual fix: {clause.hint}" in text and clause.hint  # the registry's one-line fix
     assert "```mermaid" in text and "<details><summary>transcript excerpt</summary>" in text
     assert LONG.strip() in text  # the detail shows all of it
     row = next(line for line in text.splitlines() if line.startswith("| [`perm.agent-cancel-race`]"))
