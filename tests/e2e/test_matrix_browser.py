@@ -40,6 +40,14 @@ def test_matrix_renders_in_a_real_browser(tmp_path: Path) -> None:
     assert sorted(page.peers) == ["agent-a", "client-c"], dom[:2000]
     assert page.links and all(target in page.ids for target in page.links)
     assert page.svgs == 2
+    # One report alone is the same page with one column: the single-file HTML report of a peer.
+    single = tmp_path / "agent-a.html"
+    assert main(["matrix", str(files[0]), "-o", str(single)]) == 0
+    one = Page()
+    one.feed(
+        subprocess.run([*headless, "--dump-dom", single.as_uri()], capture_output=True, text=True, timeout=90).stdout
+    )
+    assert one.peers == ["agent-a"] and one.svgs == 1 and all(t in one.ids for t in one.links)
     shot = tmp_path / "matrix.png"
     subprocess.run(
         [*headless, "--window-size=1200,900", f"--screenshot={shot}", page_file.as_uri()],
