@@ -1,4 +1,4 @@
-"""Imports flow one way (see the architecture table in README.md).
+"""Imports flow one way (see the layer table in docs/architecture.md).
 
 Walks every module's imports with ``ast`` and checks them against the
 layer table, so a convenience import that would tie the sans-IO core to
