@@ -18,6 +18,7 @@ A full suite run takes 2-3 minutes per adapter here (a tool turn ~1 s).
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -79,8 +80,20 @@ def _stub_logs(base: Path) -> list[dict[str, Any]]:
     return records
 
 
+#: CI (targeted proofs) runs one adapter's full turns; ACP_PROOF=full runs all three (each takes
+#: 2-3 minutes here, and scripts/certify-real-peers.sh certifies all of them in full anyway).
+_ALL_ADAPTERS = os.environ.get("ACP_PROOF", "full") == "full"
+_ONLY_IN_FULL = pytest.mark.skipif(
+    not _ALL_ADAPTERS, reason="CI runs claude-agent-acp's full turns only; ACP_PROOF=full runs every adapter"
+)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("profile", [CLAUDE_AGENT_ACP, CODEX_ACP, ZED_CODEX_ACP], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "profile",
+    [CLAUDE_AGENT_ACP, pytest.param(CODEX_ACP, marks=_ONLY_IN_FULL), pytest.param(ZED_CODEX_ACP, marks=_ONLY_IN_FULL)],
+    ids=lambda p: p.name,
+)
 def test_real_adapter_full_turn_certification(profile: AgentProfile, tmp_path: Path) -> None:
     _installed(profile)
     basetemp = tmp_path / "runs"
