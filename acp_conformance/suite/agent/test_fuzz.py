@@ -36,51 +36,19 @@ from acp_conformance.checks.gating import gated_use
 from acp_conformance.errors import PeerError
 from acp_conformance.fuzz.campaign import (
     DEAD_SESSION,
-    ENV_DATABASE,
-    ENV_EXAMPLES,
-    ENV_REPLAY,
-    ENV_SECONDS,
-    ENV_SEED,
     LIVE_CWD,
     LIVE_MODE,
     LIVE_SESSION,
-    Finding,
     FrameFuzzer,
     FuzzBudget,
-    FuzzFinding,
     Live,
-    finding_type,
-    hypothesis_settings,
     live_connection,
-    record_findings,
-    replay_blobs,
-    shrink_time_limit,
-    with_replay,
 )
 from acp_conformance.fuzz.campaign import run_campaign as _run_campaign
 from acp_conformance.harness import AgentHarness, Connection
 
-__all__ = [
-    "ENV_DATABASE",
-    "ENV_EXAMPLES",
-    "ENV_REPLAY",
-    "ENV_SECONDS",
-    "ENV_SEED",
-    "Finding",
-    "FuzzBudget",
-    "FuzzFinding",
-    "finding_type",
-    "hypothesis_settings",
-    "live_connection",
-    "record_findings",
-    "replay_blobs",
-    "shrink_time_limit",
-    "with_replay",
-]
-
 #: A method no agent implements: the probe that proves the agent still answers.
 PROBE = "session/acp_conformance_fuzz_probe"
-_Live = Live
 
 
 class AgentFrameFuzzer(FrameFuzzer):
@@ -98,13 +66,13 @@ class AgentFrameFuzzer(FrameFuzzer):
     def _connect(self) -> AbstractContextManager[Any]:
         return live_connection(self.portal, self.acp, self.stream_failures)
 
-    def _gated(self, frame: acp.Frame, live: _Live) -> str | None:
+    def _gated(self, frame: acp.Frame, live: Live) -> str | None:
         """Schema-valid frames a conforming client may still not send to this agent: a method or a
         field gated by a capability the agent did not advertise (session-setup.mdx, content.mdx)."""
         caps = live.conn.client.agent_capabilities
         return gated_use(frame.message, caps)
 
-    async def _prepare(self, conn: Connection) -> _Live:
+    async def _prepare(self, conn: Connection) -> Live:
         peer = conn.peer
         root = str(conn.sandbox.root)
         result = await peer.request("session/new", {"cwd": root, "mcpServers": []})
@@ -113,7 +81,7 @@ class AgentFrameFuzzer(FrameFuzzer):
             raise PeerError(f"session/new gave no sessionId ({result!r}); cannot aim frames at a live session")
         modes = result.get("modes") if isinstance(result, dict) else None
         mode_ids = [m.get("id") for m in (modes or {}).get("availableModes", []) if isinstance(m, dict)]
-        live = _Live(conn, probe=(PROBE, {}, False))
+        live = Live(conn, probe=(PROBE, {}, False))
         live.values = {
             orjson.dumps(LIVE_SESSION): orjson.dumps(sid),
             orjson.dumps(LIVE_CWD): orjson.dumps(root),
@@ -137,7 +105,7 @@ class AgentFrameFuzzer(FrameFuzzer):
             live.succeeded = await self._baseline(conn, sid, live)
         return live
 
-    async def _baseline(self, conn: Connection, sid: str, live: _Live) -> frozenset[str]:
+    async def _baseline(self, conn: Connection, sid: str, live: Live) -> frozenset[str]:
         """Plain requests the agent serves: a frame that fails only with something unusual added is then telling."""
         ok = {"session/new"}
         turn = await conn.client.prompt(sid, self.acp.config.prompt)
@@ -150,7 +118,7 @@ class AgentFrameFuzzer(FrameFuzzer):
                 ok.add("session/set_mode")
         return frozenset(ok)
 
-    def _applicable(self, frame: acp.Frame, live: _Live) -> bool:
+    def _applicable(self, frame: acp.Frame, live: Live) -> bool:
         return orjson.dumps(LIVE_MODE) not in frame.data or orjson.dumps(LIVE_MODE) in live.values
 
 
@@ -160,7 +128,7 @@ def run_campaign(
     name: str,
     clauses: Sequence[str],
     strategy: SearchStrategy[acp.Frame],
-    judge: Callable[[acp.Frame, _Live], acp.Expect] | None = None,
+    judge: Callable[[acp.Frame, Live], acp.Expect] | None = None,
     *,
     baseline: bool = False,
 ) -> None:
@@ -237,7 +205,7 @@ def test_fuzz_invalid_params(acp_agent: AgentHarness) -> None:
         overrides={"SessionId": st.just(LIVE_SESSION), **_SAFE},
     ).filter(lambda f: f.expect.clause == "jsonrpc.invalid-params")
 
-    def judge(frame: acp.Frame, live: _Live) -> acp.Expect:
+    def judge(frame: acp.Frame, live: Live) -> acp.Expect:
         codes = set(frame.expect.codes or ())
         codes.discard(acp.METHOD_NOT_FOUND)
         if frame.method not in live.implemented:
@@ -345,7 +313,7 @@ def test_fuzz_meta_is_accepted_everywhere(acp_agent: AgentHarness) -> None:
     cancel = acp.frames(method="session/cancel", sender="client", kinds=["notification"], meta="always", overrides=live)
     strategy = acp.evenly(new, new, mode, cancel, prompt)
 
-    def judge(frame: acp.Frame, live: _Live) -> acp.Expect:
+    def judge(frame: acp.Frame, live: Live) -> acp.Expect:
         if frame.kind == "notification":
             return frame.expect
         if frame.method not in live.succeeded:
