@@ -152,6 +152,8 @@ class Reporter:
         #: ``--collect-only`` runs nothing: no verdict, no report, pytest's own exit status.
         self.collect_only = bool(config.option.collectonly)
         self._gate_result: GateResult | None = None
+        #: The report data, made once at the end of the session.
+        self._data: dict[str, Any] | None = None
         #: Tests that failed for anything but a clause the baseline expects.
         self._failed_tests: set[str] = set()
         self._durations: dict[str, float] = {}
@@ -184,22 +186,26 @@ class Reporter:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.collect_only:
             return
-        self._gate()  # before the report is written: it carries the gate's result
+        self._gate()  # before the report is made: it carries the gate's result
+        # Made (and redacted) once: the JSON, Markdown, JUnit and terminal outputs all render it.
+        self._data = data = self.run.to_json()
         path = self.config.getoption("acp_report_json")
         if path:
             import orjson
 
+            from acp_conformance.reporting.markdown import render_markdown
+
             out = Path(path)
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(orjson.dumps(self.run.to_json(), option=orjson.OPT_INDENT_2) + b"\n")
-            out.with_suffix(".md").write_text(self.run.to_markdown() + "\n", "utf-8")
+            out.write_bytes(orjson.dumps(data, option=orjson.OPT_INDENT_2) + b"\n")
+            out.with_suffix(".md").write_text(render_markdown(data) + "\n", "utf-8")
         junit = self.config.getoption("acp_report_junit")
         if junit:
             from acp_conformance.reporting.junit import junit_xml
 
             out = Path(junit)
             out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_bytes(junit_xml(self.run.to_json()))
+            out.write_bytes(junit_xml(data))
         gate = self._gate()
         if gate is not None:
             # The gate decides: every FAIL listed and no entry stale passes, whatever the verdict.
@@ -237,7 +243,7 @@ class Reporter:
         if self.collect_only:
             return
         terminalreporter.section("ACP conformance (per clause)")
-        for line in self.run.terminal_lines():
+        for line in self.run.terminal_lines(self._data):
             terminalreporter.write_line(line)
         gate = self._gate()
         if gate is not None:

@@ -235,8 +235,10 @@ class RunResults:
 
         return render_markdown(self.to_json())
 
-    def terminal_lines(self) -> list[str]:
-        data = self.to_json()
+    def terminal_lines(self, data: dict[str, Any] | None = None) -> list[str]:
+        """The per-area summary, findings and verdict line (from ``data``, the report already
+        made, when the caller has it)."""
+        data = data if data is not None else self.to_json()
         lines: list[str] = []
         by_area: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for c in data["clauses"]:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import Any
 
+from acp_conformance.reporting.markdown import clause_message, peer_name, verdict_word
+
 __all__ = ["junit_xml"]
 
 #: Evidence is for reading in a CI panel, not a transcript dump.
@@ -31,9 +33,9 @@ def junit_xml(report: dict[str, Any]) -> bytes:
     props = ET.SubElement(suite, "properties")
     for name, value in (
         ("peer-command", report["peer"].get("command") or ""),
-        ("peer", _peer_name(report)),
+        ("peer", peer_name(report)),
         ("schema-version", str(report.get("schema", {}).get("version", ""))),
-        ("verdict", _verdict(report)),
+        ("verdict", verdict_word(report)),
     ):
         ET.SubElement(props, "property", name=name, value=value)
     counts = {"tests": 0, "failures": 0, "skipped": 0, "errors": 0}
@@ -43,7 +45,7 @@ def junit_xml(report: dict[str, Any]) -> bytes:
         counts["tests"] += 1
         case = ET.SubElement(suite, "testcase", name=clause["id"], classname=f"acp.{role}.{clause['area']}")
         status = clause["status"]
-        message = _message(clause)
+        message = clause_message(clause)
         case_props = ET.SubElement(case, "properties")
         ET.SubElement(case_props, "property", name="level", value=clause["level"])
         ET.SubElement(case_props, "property", name="status", value=status)
@@ -77,23 +79,6 @@ def junit_xml(report: dict[str, Any]) -> bytes:
     return data + b"\n"
 
 
-def _message(clause: dict[str, Any]) -> str:
-    status = clause["status"]
-    return next((t["message"] for t in clause["tests"] if t["status"] == status and t["message"]), "")
-
-
 def _evidence(clause: dict[str, Any]) -> str:
     text = next((t["evidence"] for t in clause["tests"] if t["status"] == "FAIL" and t.get("evidence")), "")
     return text if len(text) <= _EVIDENCE_CHARS else "...\n" + text[-_EVIDENCE_CHARS:]
-
-
-def _peer_name(report: dict[str, Any]) -> str:
-    info = report["peer"].get("info") or {}
-    return f"{info.get('name', '')} {info.get('version', '')}".strip()
-
-
-def _verdict(report: dict[str, Any]) -> str:
-    v = report["verdict"]
-    if v.get("scope") == "selected":
-        return "selected clauses pass" if v["selected_pass"] else "selected clauses fail"
-    return "conformant" if v["conformant"] else "not conformant"

@@ -17,15 +17,18 @@ from collections import defaultdict
 from typing import Any
 
 __all__ = [
+    "clause_message",
     "finding_anchor",
     "frames_of",
     "judged_frame",
     "label_of",
+    "peer_name",
     "printable",
     "render_markdown",
     "reproduce_command",
     "sequence_diagram",
     "spec_links",
+    "verdict_word",
 ]
 
 #: The published v1 docs; a registry reference ``docs/protocol/v1/NAME.mdx § Section`` maps onto it.
@@ -222,7 +225,7 @@ def _render(data: dict[str, Any]) -> str:
     if findings:
         lines += ["## Findings", "", "| clause | level | status | what was observed |", "|---|---|---|---|"]
         for c in findings:
-            msg = _message(c)
+            msg = clause_message(c)
             status = f"{c['status']} (expected)" if c["status"] == "FAIL" and c["id"] in expected else c["status"]
             link = f"[`{c['id']}`](#{finding_anchor(c['id'])})"
             lines.append(f"| {link} | {c['level']} | {status} | {_cell(_clip(msg, 240))} |")
@@ -251,8 +254,23 @@ def finding_anchor(clause_id: str) -> str:
     return "finding-" + re.sub(r"[^a-z0-9-]", "-", clause_id.lower())
 
 
-def _message(clause: dict[str, Any]) -> str:
+def clause_message(clause: dict[str, Any]) -> str:
+    """The first message a test gave the clause with the clause's own status (its finding)."""
     return next((t["message"] for t in clause["tests"] if t["status"] == clause["status"] and t["message"]), "")
+
+
+def peer_name(report: dict[str, Any]) -> str:
+    """The peer's own ``name version`` (from its initialize answer), or "" when it gave none."""
+    info = report["peer"].get("info") or {}
+    return f"{info.get('name', '')} {info.get('version', '')}".strip()
+
+
+def verdict_word(report: dict[str, Any]) -> str:
+    """The verdict in a word or two, for a matrix cell or a JUnit property."""
+    v = report["verdict"]
+    if v.get("scope") == "selected":
+        return "selection passes" if v["selected_pass"] else "selection fails"
+    return "CONFORMANT" if v["conformant"] else "NOT CONFORMANT"
 
 
 def _finding(data: dict[str, Any], c: dict[str, Any], expected: bool) -> list[str]:

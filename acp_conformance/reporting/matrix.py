@@ -24,9 +24,11 @@ from acp_conformance.reporting.markdown import (
     frames_of,
     judged_frame,
     label_of,
+    peer_name,
     printable,
     reproduce_command,
     spec_links,
+    verdict_word,
 )
 
 __all__ = ["matrix_html", "matrix_markdown", "peer_key", "svg_sequence"]
@@ -52,20 +54,8 @@ def _anchor(peer: str, clause_id: str) -> str:
     return "f-" + re.sub(r"[^A-Za-z0-9-]", "-", f"{peer}--{clause_id}")
 
 
-def _peer_title(report: dict[str, Any]) -> str:
-    info = report["peer"].get("info") or {}
-    return f"{info.get('name', '')} {info.get('version', '')}".strip() or "(unnamed)"
-
-
-def _verdict(report: dict[str, Any]) -> str:
-    v = report["verdict"]
-    if v.get("scope") == "selected":
-        return "selection passes" if v["selected_pass"] else "selection fails"
-    return "CONFORMANT" if v["conformant"] else "NOT CONFORMANT"
-
-
 def _verdict_class(report: dict[str, Any]) -> str:
-    return "v-good" if _verdict(report) in ("CONFORMANT", "selection passes") else "v-bad"
+    return "v-good" if verdict_word(report) in ("CONFORMANT", "selection passes") else "v-bad"
 
 
 def _by_role(reports: dict[str, dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
@@ -124,8 +114,8 @@ def matrix_html(reports: dict[str, dict[str, Any]]) -> str:
             counts = ", ".join(f"{k} {v}" for k, v in r["verdict"]["counts"].items() if k in ("FAIL", "WARN", "PASS"))
             body.append(
                 f'<td class="peer-summary" data-peer="{html.escape(n)}">'
-                f'<b class="{_verdict_class(r)}">{_verdict(r)}</b><br>'
-                f"{html.escape(_peer_title(r))}<br><small>{html.escape(counts)}</small></td>"
+                f'<b class="{_verdict_class(r)}">{verdict_word(r)}</b><br>'
+                f"{html.escape(peer_name(r) or '(unnamed)')}<br><small>{html.escape(counts)}</small></td>"
             )
         body.append("</tr>")
         rows: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
@@ -224,7 +214,7 @@ def matrix_markdown(reports: dict[str, dict[str, Any]]) -> str:
             r = peers[n]
             c = r["verdict"]["counts"]
             lines.append(
-                f"| [{n}]({n}.md) | {_peer_title(r)} | {_verdict(r)} | "
+                f"| [{n}]({n}.md) | {(peer_name(r) or '(unnamed)')} | {verdict_word(r)} | "
                 f"{c.get('FAIL', 0)} | {c.get('WARN', 0)} | {c.get('PASS', 0)} |"
             )
         lines += ["", "| clause | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
