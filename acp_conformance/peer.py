@@ -42,6 +42,7 @@ from acp_conformance.core.events import (
     Request,
     Response,
     Severity,
+    Unjudged,
     Violation,
 )
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, printable
@@ -292,6 +293,9 @@ class Peer:
                 if v.index == ev.index:
                     self.transcript.violation(v, entry)
             pending = []
+            if isinstance(ev, Unjudged):
+                self.transcript.note(ev.reason)
+                continue
             self.validate_inbound(ev, entry)
             if isinstance(ev, Request):
                 assert self._tg is not None

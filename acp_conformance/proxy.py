@@ -33,7 +33,7 @@ import orjson
 
 from acp_conformance.checks import passive_results
 from acp_conformance.core.connection import Connection, Role
-from acp_conformance.core.events import Event, Notification, Request, Response, Violation
+from acp_conformance.core.events import Event, Notification, Request, Response, Unjudged, Violation
 from acp_conformance.errors import LocalProtocolError, PeerExited
 from acp_conformance.results import ClauseResult, Status
 from acp_conformance.schema.rules import judge_frame
@@ -80,6 +80,9 @@ class _Judge:
                 if v.index == ev.index:
                     self.transcript.violation(v, entry)
             pending = []
+            if isinstance(ev, Unjudged):
+                self.transcript.note(f"{self.judged}: {ev.reason}")
+                continue
             for v in judge_frame(self.validator, self.role, ev):
                 self.transcript.violation(v, entry)
             self._mirror(ev)

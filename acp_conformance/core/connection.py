@@ -25,6 +25,7 @@ from acp_conformance.core.events import (
     Notification,
     Request,
     Response,
+    Unjudged,
     Violation,
 )
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, RawFrame
@@ -99,7 +100,10 @@ class Connection:
         index = self.inbound_frames
         self.inbound_frames += 1
         msg, problems = jsonrpc.decode(data)
-        out: list[Event] = [self._hygiene(_at(v, index)) for v in problems]
+        out: list[Event] = [
+            Unjudged(data, v.message, index) if v.clause_id == jsonrpc.BEYOND_LIMIT else self._hygiene(_at(v, index))
+            for v in problems
+        ]
         if msg is None:
             return out
         kind, problems = jsonrpc.classify(msg, data)

@@ -24,6 +24,7 @@ __all__ = [
     "Request",
     "Response",
     "Severity",
+    "Unjudged",
     "Violation",
 ]
 
@@ -90,7 +91,23 @@ class Response:
     message: Any = None
 
 
-Event = Request | Notification | Response | Violation
+@dataclass(frozen=True, slots=True)
+class Unjudged:
+    """A line the suite could not decode for a limit of its own, not for a fault of the peer.
+
+    RFC 8259 section 9 lets a JSON parser limit nesting depth; a line nested deeper than
+    ours goes is valid JSON all the same.  Judging it as "not JSON" would charge the peer
+    with the suite's limit (a false FAIL of the stdout/stdin hygiene clause), so the line is
+    recorded with ``reason`` and judged on no clause.
+    """
+
+    raw: bytes
+    reason: str
+    index: int = -1
+    message: Any = None
+
+
+Event = Request | Notification | Response | Violation | Unjudged
 
 
 # ------------------------------------------------------------------ the log
@@ -116,7 +133,7 @@ DROPPED = Notification(method="$/acp_conformance/dropped", params=None, has_para
 
 def _retention(ev: Event) -> str:
     """``pinned`` (never dropped), ``structural`` or ``bulk``: how long the log keeps ``ev``."""
-    if isinstance(ev, Violation):
+    if isinstance(ev, (Violation, Unjudged)):
         return "pinned"
     if isinstance(ev, Response):
         # Answers to our own requests: as many as we sent, and waits look them up.

@@ -24,6 +24,9 @@ __all__ = ["ErrorCode", "decode", "dumps", "id_key", "is_json_null", "is_valid_i
 #: Placeholder for "this line is not protocol at all" (a banner, a log line);
 #: the connection maps it to the sender's stdout/stdin hygiene clause.
 NOT_PROTOCOL = "<not-protocol>"
+#: Pseudo-clause of a line nested deeper than the suite's JSON parser goes: ``Connection``
+#: turns it into an ``Unjudged`` event, never a finding.
+BEYOND_LIMIT = "<beyond-parser-limit>"
 
 
 class ErrorCode(IntEnum):
@@ -100,7 +103,11 @@ def decode(data: bytes) -> tuple[Any, list[Violation]]:
         return None, problems
     try:
         value = json.loads(text, parse_constant=_reject_constant)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        why = "the line nests deeper than this suite's JSON parser goes (RFC 8259 section 9 lets parsers limit depth)"
+        problems.append(Violation(BEYOND_LIMIT, f"{why}: recorded, not judged", raw=raw))
+        return None, problems
+    except ValueError as exc:
         problems.append(Violation(NOT_PROTOCOL, f"line is not JSON ({exc}): not an ACP message", raw=raw))
         return None, problems
     if value is None:

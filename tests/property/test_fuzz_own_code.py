@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from acp_conformance import strategies as acp
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.connection import Connection, Role
-from acp_conformance.core.events import Notification, Request, Response, Violation
+from acp_conformance.core.events import Notification, Request, Response, Unjudged, Violation
 from acp_conformance.core.framing import FrameDecoder, RawFrame
 from acp_conformance.endpoints.client import ClientEndpoint, Sandbox
 from acp_conformance.peer import Peer
@@ -49,7 +49,7 @@ DOC: dict[str, Any] = json.loads((SCHEMA_DIR / "schema.json").read_text("utf-8")
 V = SchemaValidator(DOC)
 
 DEADLINE = 30.0  # a bound against hangs, generous: CI machines run these under heavy load
-EVENTS = (Request, Notification, Response, Violation)
+EVENTS = (Request, Notification, Response, Violation, Unjudged)
 
 PROFILE = settings(
     max_examples=40,
@@ -218,7 +218,12 @@ def test_client_endpoint_answers_and_survives_any_agent_frame(frame: acp.Frame, 
             resp = await call(end, conn, seen, "fs/read_text_file", {"sessionId": "s", "path": str(root / "notes.txt")})
             assert resp.result == {"content": "hello\n"}, resp
             assert all(isinstance(e, EVENTS) for e in peer.events)
-            if frame.trackable_id and frame.kind == "request":
+            if any(isinstance(e, Unjudged) for e in peer.events):
+                # Nested deeper than our parser goes: valid JSON we cannot read, so recorded and
+                # charged to no clause (the suite's own peers answer only what they decode).
+                assert frame.mutation == "deep-nesting", frame.describe()
+                assert not any(isinstance(e, Violation) for e in peer.events), frame.describe()
+            elif frame.trackable_id and frame.kind == "request":
                 # Each request is handled in its own task: the probe's answer may overtake the
                 # fuzzed request's (a 2,000-level frame takes longer), so wait for it, bounded.
                 try:
@@ -273,3 +278,26 @@ def test_null_line_is_json_but_no_request() -> None:
     """Found by fuzzing: the line ``null`` is JSON, so a receiver owes -32600, not -32700."""
     assert jsonrpc.decode(b"null")[0] is None
     assert jsonrpc.is_json_null(b" null\r") and not jsonrpc.is_json_null(b"nul")
+
+
+def test_nesting_beyond_our_parser_is_recorded_not_charged() -> None:
+    """Found by fuzzing (CI, 4,859 nested arrays): valid JSON deeper than Python's parser goes was
+    judged "not JSON", a false FAIL of the sender's stdout/stdin hygiene clause; RFC 8259 section 9
+    makes depth a limit of the parser, so the line is an ``Unjudged`` event, and a strict receiver
+    still answers what it could not parse with -32700."""
+    from acp_conformance.checks import passive_results
+    from acp_conformance.core.connection import AnsweringConnection
+    deep = b"[" * 5000 + b"]" * 5000
+    line = b'{"jsonrpc":"2.0","id":1,"method":"fs/read_text_file","params":{"_meta":{"d":' + deep + b"}}}\n"
+    events = Connection(Role.CLIENT).receive_data(line)
+    assert [type(e) for e in events] == [Unjudged] and "recorded, not judged" in events[0].reason
+
+    answered: list[int] = []
+    AnsweringConnection(Role.CLIENT, lambda code, _msg: answered.append(code)).receive_data(line)
+    assert answered == [jsonrpc.ErrorCode.PARSE_ERROR]
+
+    tap = pytest.importorskip("acp_conformance.proxy").WireTap(V)
+    tap.from_agent(line)
+    assert tap.transcript.violations == []
+    assert {r.status.name for r in passive_results(tap.transcript, "agent")} <= {"PASS", "NOT_APPLICABLE"}
+    assert any("recorded, not judged" in str(e.raw) for e in tap.transcript.entries if e.direction == "note")
