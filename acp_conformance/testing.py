@@ -30,6 +30,8 @@ from typing import Any
 
 import pytest
 
+from acp_conformance._proctree import die_with_parent
+
 __all__ = ["AgentRun", "MockAgentCommand", "acp_drive_agent", "acp_mock_agent"]
 
 
@@ -81,6 +83,11 @@ class AgentRun:
             )
 
 
+def _die_with_us() -> None:
+    """In the child, before exec: the kernel kills it when we die (Linux; elsewhere a no-op)."""
+    die_with_parent()
+
+
 def _kill_group(proc: subprocess.Popen[str]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -118,8 +125,16 @@ def acp_drive_agent(tmp_path: Path) -> Callable[..., AgentRun]:
         argv += ["--cwd", str(work), "--report", str(report), "--quiet", *args]
         # A session of its own: at the deadline the client, the agent and anything the agent
         # started go down together.
+        # And tied to this process: if the test run is killed (SIGKILL: no teardown), the kernel
+        # kills the client, whose watchdog then kills the agent's tree.
         proc = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=work, start_new_session=True
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=work,
+            start_new_session=True,
+            preexec_fn=_die_with_us,
         )
         try:
             _, stderr = proc.communicate(timeout=timeout)

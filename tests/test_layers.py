@@ -18,6 +18,8 @@ PKG = ROOT / "acp_conformance"
 # module prefix -> layer; a module may import only from layers <= its own.
 LAYERS: list[tuple[str, int]] = [
     ("acp_conformance._util", 0),
+    ("acp_conformance._proctree", 0),
+    ("acp_conformance._watchdog", 0),
     ("acp_conformance.errors", 0),
     ("acp_conformance.redaction", 0),
     ("acp_conformance.prompts", 0),

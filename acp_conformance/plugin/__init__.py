@@ -53,6 +53,10 @@ def pytest_configure(config: pytest.Config) -> None:
     state = AcpState.from_config(config, "agent" if agent else "client")
     config.stash[STATE] = state
     controller = not hasattr(config, "workerinput")
+    if not config.option.collectonly:
+        from acp_conformance.plugin import lifetime
+
+        lifetime.install(worker=not controller)
     if controller:
         state.fuzz_line = options.resolve_fuzz(config)  # both roles have fuzz campaigns
     if config.args_source is not pytest.Config.ArgsSource.ARGS:

@@ -186,6 +186,8 @@ class Reporter:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.collect_only:
             return
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        self.run.interrupted = interrupted
         self._gate()  # before the report is made: it carries the gate's result
         # Made (and redacted) once: the JSON, Markdown, JUnit and terminal outputs all render it.
         self._data = data = self.run.to_json()
@@ -207,7 +209,9 @@ class Reporter:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_bytes(junit_xml(data))
         gate = self._gate()
-        if gate is not None:
+        if interrupted:
+            pass  # pytest's own status (2) says it: nothing was decided
+        elif gate is not None:
             # The gate decides: every FAIL listed and no entry stale passes, whatever the verdict.
             if not gate.passed:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -53,6 +53,9 @@ class RunResults:
     #: The clauses a ``--acp-clause`` / ``--acp-area`` / ``--acp-level`` selection named (empty: no such
     #: option). A partial run is judged on these, or on every clause it judged when empty.
     selected: frozenset[str] = frozenset()
+    #: The run was stopped before its end (Ctrl-C, SIGTERM, a pytest ``-x`` stop is not this):
+    #: a partial run, whatever was selected.
+    interrupted: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def add(self, record: TestRecord) -> None:
@@ -87,7 +90,7 @@ class RunResults:
     def partial(self) -> bool:
         """A run selected by clause, area, level, ``-k``, ``-m`` or test path: it can say whether what
         it selected passes, never whether the peer conforms (everything else went unrun)."""
-        return self.selection is not None
+        return self.selection is not None or self.interrupted
 
     def verdict(self) -> dict[str, Any]:
         statuses = self.clause_status()
@@ -125,7 +128,8 @@ class RunResults:
             selected_failed = [c for c in failed if not self.selected or c in self.selected]
             return {
                 "scope": "selected",
-                "selection": self.selection,
+                "selection": self.selection or "all tests",
+                "interrupted": self.interrupted,
                 # A partial run decides nothing about conformance: null, not false.
                 "conformant": None,
                 "selected_pass": not selected_failed and bool(self.tests),
@@ -225,6 +229,7 @@ class RunResults:
             "peer": peer,
             "schema": self.schema,
             "selection": self.selection,
+            "interrupted": self.interrupted,
             "verdict": self.verdict(),
             "clauses": clauses,
             **self.extra,
@@ -270,6 +275,14 @@ def verdict_line(v: dict[str, Any]) -> str:
             else "SELECTED CLAUSES: nothing judged"
         )
         selected = v.get("selected") or []
+        if v.get("interrupted"):
+            failed = v["failed_mandatory"]
+            fails = f"{len(failed)} FAIL ({', '.join(failed)})" if failed else "no FAIL"
+            return (
+                f"INTERRUPTED after {v['tests']} tests: {len(v['judged'])} clauses judged, {fails}, "
+                f"{len(v['warnings'])} WARN, {len(v['info'])} INFO (selection: {v['selection']}); "
+                "no conformance verdict from a run that did not finish"
+            )
         return (
             f"{head} ({len(v['judged'])}{f' of {len(selected)} selected' if selected else ''} "
             f"clauses judged, {len(v['warnings'])} WARN, {len(v['info'])} INFO; "

@@ -268,6 +268,8 @@ def peer_name(report: dict[str, Any]) -> str:
 def verdict_word(report: dict[str, Any]) -> str:
     """The verdict in a word or two, for a matrix cell or a JUnit property."""
     v = report["verdict"]
+    if v.get("interrupted"):
+        return "interrupted"
     if v.get("scope") == "selected":
         return "selection passes" if v["selected_pass"] else "selection fails"
     return "CONFORMANT" if v["conformant"] else "NOT CONFORMANT"

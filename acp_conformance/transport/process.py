@@ -40,6 +40,7 @@ indistinguishable from a process we started with ``start_new_session``).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import secrets
@@ -55,12 +56,10 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from acp_conformance._util import single_exception
-from acp_conformance.errors import ConfigurationError, PeerExited
-from acp_conformance.redaction import redactor, register_secrets
-from acp_conformance.transport._proctree import (
+from acp_conformance._proctree import (
+    SPAWN_TAG_VAR,
     Proc,
-    any_readable,
+    become_subreaper,
     children_map,
     descendants,
     environ_has,
@@ -72,14 +71,27 @@ from acp_conformance.transport._proctree import (
     stat,
     walk,
 )
+from acp_conformance._util import single_exception
+from acp_conformance.errors import ConfigurationError, PeerExited
+from acp_conformance.redaction import redactor, register_secrets
+
+
+async def any_readable(fds: list[int]) -> None:
+    """Return once any of ``fds`` is readable (a pidfd is, once its process exited)."""
+    async with anyio.create_task_group() as tg:
+
+        async def watch(fd: int) -> None:
+            await anyio.wait_readable(fd)
+            tg.cancel_scope.cancel()
+
+        for fd in fds:
+            tg.start_soon(watch, fd)
+
 
 __all__ = ["SPAWN_TAG_VAR", "ProcessTransport", "descendants", "parse_command", "spawn"]
 
 READ_CHUNK = 256 * 1024
 STDERR_LINE_CAP = 4096
-#: Environment variable carrying the per-spawn tag (see the module docstring).
-SPAWN_TAG_VAR = "ACP_CONFORMANCE_SPAWN"
-_PR_SET_CHILD_SUBREAPER = 36
 
 
 def parse_command(command: str | list[str]) -> list[str]:
@@ -105,18 +117,17 @@ class _Registry:
         #: Start time of the earliest child of the current busy period (spawns live).
         self.busy_start: int | None = None
         self.subreaper = False
+        #: The watchdog (``acp_conformance._watchdog``): kills our spawns' trees if we die.
+        self.watchdog: subprocess.Popen[bytes] | None = None
+        #: The prefix of every spawn tag we hand out while this watchdog runs: it kills whatever
+        #: carries one, registered or not (a spawn whose bookkeeping we never got to finish).
+        self.owner = ""
+        self._watchdog_for = 0  # the pid that started it (a forked child must start its own)
 
     def enable_subreaper(self) -> None:
-        if self.subreaper or not sys.platform.startswith("linux"):
-            return
-        self.subreaper = True
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        except (OSError, AttributeError):  # no libc prctl: orphans go to init instead
-            pass
+        if not self.subreaper:
+            self.subreaper = True
+            become_subreaper()  # if it fails (no prctl), orphans go to init instead
 
     def add(self, transport: ProcessTransport) -> None:
         if not self.live:
@@ -124,11 +135,66 @@ class _Registry:
         elif transport.start is not None and self.busy_start is not None:
             self.busy_start = min(self.busy_start, transport.start)
         self.live[transport.pid] = transport
+        if transport.start is not None:
+            self._tell(f"+ {transport.pid} {transport.start}\n")
 
     def remove(self, transport: ProcessTransport) -> None:
-        self.live.pop(transport.pid, None)
+        if self.live.pop(transport.pid, None) is not None and transport.start is not None:
+            self._tell(f"- {transport.pid}\n")
         if not self.live:
             self.busy_start = None
+
+    def new_tag(self) -> str:
+        """A spawn tag: the watchdog's owner prefix (started now if need be) and a random part."""
+        self._ensure_watchdog()
+        return f"{self.owner}{secrets.token_hex(8)}"
+
+    def _tell(self, line: str) -> None:
+        """Keep the watchdog's list of live spawn leaders current (best effort: while we live,
+        teardown does not depend on it)."""
+        dog = self.watchdog
+        if dog is None or dog.stdin is None or self._watchdog_for != os.getpid():
+            return
+        try:
+            dog.stdin.write(line.encode())
+            dog.stdin.flush()
+        except OSError:  # it died: the next spawn starts another
+            self.watchdog, self.owner = None, ""
+
+    def _ensure_watchdog(self) -> None:
+        dog = self.watchdog
+        if not sys.platform.startswith("linux") or (
+            dog is not None and dog.poll() is None and self._watchdog_for == os.getpid()
+        ):
+            return
+        owner = secrets.token_hex(6) + "."
+        try:
+            # Its own session: a Ctrl-C to the terminal's group does not reach it; the pipe
+            # to it is close-on-exec, so only we hold it, and its EOF means we are gone.
+            dog = subprocess.Popen(
+                [sys.executable, "-I", "-S", str(Path(__file__).resolve().parents[1] / "_watchdog.py"), owner],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError:
+            self.watchdog, self.owner = None, ""
+            return
+        self.watchdog, self.owner, self._watchdog_for = dog, owner, os.getpid()
+        for t in list(self.live.values()):  # spawns that outlived the previous watchdog
+            if t.start is not None:
+                self._tell(f"+ {t.pid} {t.start}\n")
+        atexit.register(self._stop_watchdog, dog)
+
+    @staticmethod
+    def _stop_watchdog(dog: subprocess.Popen[bytes]) -> None:
+        """At a normal exit: EOF (it sweeps whatever spawn is still registered), then reap it."""
+        with contextlib.suppress(OSError):
+            if dog.stdin is not None:
+                dog.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            dog.wait(timeout=5)
 
 
 _registry = _Registry()
@@ -425,7 +491,7 @@ async def spawn(
     if env:
         full_env.update(env)
         register_secrets(env)
-    tag = secrets.token_hex(8)
+    tag = _registry.new_tag()
     full_env[SPAWN_TAG_VAR] = tag
     if cwd is not None and not Path(cwd).is_dir():
         raise ConfigurationError(f"working directory {cwd} does not exist")

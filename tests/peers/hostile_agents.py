@@ -306,6 +306,13 @@ def grandchildren(argv: list[str]) -> int:
     return mock_main(argv)
 
 
+def undying(argv: list[str]) -> int:
+    """``immortal`` (ignores stdin EOF and SIGTERM) plus a sleeper in a new session: what only
+    SIGKILL of the whole tree ends, and what an interrupted run must still leave behind nothing of."""
+    _fork_sleeper("setsid")
+    return mock_main(argv, agent_cls=Immortal)
+
+
 def daemon(argv: list[str]) -> int:
     """The reference agent, plus a classic daemon: double fork, new session, stdio on
     /dev/null, empty environment (no trace of where it came from but its parentage)."""
@@ -551,6 +558,7 @@ HOSTILE: dict[str, Hostile] = {
     "exits-mid-turn": Hostile(_agent(ExitsMidTurn), "dies (status 3) in the middle of every turn"),
     "immortal": Hostile(_agent(Immortal), "ignores stdin EOF and SIGTERM"),
     "grandchildren": Hostile(grandchildren, "leaves sleepers holding its pipes: same group, new group, new session"),
+    "undying": Hostile(undying, "ignores stdin EOF and SIGTERM, and leaves a sleeper in a new session"),
     "daemon": Hostile(daemon, "leaves a double-forked daemon with no stdio and an empty environment"),
     "launcher": Hostile(launcher, "starts the agent in a new process group and exits; the agent ignores EOF"),
     "request-flood": Hostile(_agent(RequestFlood), "50,000 fs requests at once without reading answers (once)"),

@@ -175,6 +175,12 @@ def grandchildren(argv: list[str]) -> int:
     return mock_main(argv)
 
 
+def undying(argv: list[str]) -> int:
+    """``immortal`` plus a sleeper in a new session: only SIGKILL of the whole tree ends it."""
+    _fork_sleeper("setsid")
+    return mock_main(argv, client_cls=Immortal)
+
+
 CLIENTS: dict[str, type[MockClient]] = {
     "never-answers": NeverAnswers,
     "exits-mid-turn": ExitsMidTurn,
@@ -182,7 +188,7 @@ CLIENTS: dict[str, type[MockClient]] = {
     "binary-garbage": BinaryGarbage,
     "immortal": Immortal,
 }
-PROGRAMS = {"mute": mute, "partial-frame": partial_frame, "grandchildren": grandchildren}
+PROGRAMS = {"mute": mute, "partial-frame": partial_frame, "grandchildren": grandchildren, "undying": undying}
 
 
 def run(argv: list[str]) -> int:

@@ -111,6 +111,18 @@ def test_a_partial_run_judges_its_selection_and_never_says_conformant() -> None:
     assert full.verdict()["scope"] == "full" and full.verdict()["conformant"] is False  # the rest NOT_TESTED
 
 
+def test_an_interrupted_run_is_partial_and_says_so() -> None:
+    """Ctrl-C or SIGTERM half-way: what finished is reported, no conformance verdict either way."""
+    run = RunResults(registry=REG, role="agent", command="a", checked={"cancel.stop-reason", "cancel.no-error"})
+    run.add(Record("t::a", "passed", [ClauseResult("cancel.stop-reason", Status.PASS)]))
+    run.add(Record("t::b", "failed", [ClauseResult("cancel.no-error", Status.FAIL, "an error")]))
+    run.interrupted = True
+    v = run.verdict()
+    assert v["interrupted"] is True and v["conformant"] is None and v["failed_mandatory"] == ["cancel.no-error"]
+    assert run.verdict_line().startswith("INTERRUPTED after 2 tests: 2 clauses judged, 1 FAIL (cancel.no-error)")
+    assert run.to_json()["interrupted"] is True
+
+
 def test_selection_by_glob_prefix_area_and_level() -> None:
     cancel = {c.id for c in REG.for_role("agent") if c.id.startswith("cancel.")}
     assert set(REG.select("agent", ["cancel.*"])) == cancel == set(REG.select("agent", ["cancel"]))

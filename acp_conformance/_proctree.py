@@ -5,26 +5,30 @@ nothing for long (it is recycled), so every process here is a ``Proc`` (pid *and
 and nothing is signalled until /proc confirms it is still the same process (through a pidfd
 where the kernel has them, so a pid recycled between the check and the signal is never hit).
 Linux only; elsewhere every scan comes back empty and teardown falls back to the process group.
+Standard library only: the watchdog (``acp_conformance._watchdog``) runs it with ``python -I -S``.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
-
 __all__ = [
+    "SPAWN_TAG_VAR",
     "Proc",
-    "any_readable",
+    "become_subreaper",
     "children_map",
     "descendants",
+    "die_with_parent",
     "environ_has",
     "holds_any",
     "pidfd",
     "pipe_inodes_of",
+    "prctl",
     "processes",
     "signal_if_same",
     "stat",
@@ -32,6 +36,9 @@ __all__ = [
 ]
 
 PROC = Path("/proc")
+#: Environment variable carrying a spawn's tag: a random value only that spawn's tree inherits,
+#: how teardown and the watchdog recognise its processes wherever they moved.
+SPAWN_TAG_VAR = "ACP_CONFORMANCE_SPAWN"
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,13 +180,38 @@ def pidfd(p: Proc) -> int | None:
     return fd
 
 
-async def any_readable(fds: list[int]) -> None:
-    """Return once any of ``fds`` is readable (a pidfd is, once its process exited)."""
-    async with anyio.create_task_group() as tg:
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
 
-        async def watch(fd: int) -> None:
-            await anyio.wait_readable(fd)
-            tg.cancel_scope.cancel()
 
-        for fd in fds:
-            tg.start_soon(watch, fd)
+def prctl(option: int, arg: int) -> bool:
+    """``prctl(2)`` on this process (Linux); whether it took effect.  Safe between fork and exec
+    (``ctypes`` is imported at module load, not here)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        return int(ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def become_subreaper() -> bool:
+    """Orphans of our descendants are re-parented to us, not to init (``PR_SET_CHILD_SUBREAPER``)."""
+    return prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def die_with_parent(sig: signal.Signals = signal.SIGKILL) -> bool:
+    """Have the kernel send ``sig`` to this process when its parent dies (Linux
+    ``PR_SET_PDEATHSIG``); returns whether it is in force.
+
+    For processes whose parent owns their lifetime (an xdist worker of a pytest controller, the
+    client ``acp_drive_agent`` starts): when the parent is killed with SIGKILL they go at once,
+    and their watchdogs clean up what they had started.  If the parent is already gone
+    (``getppid`` changed meanwhile), this process signals itself: the kernel would not.
+    """
+    parent = os.getppid()
+    if not prctl(_PR_SET_PDEATHSIG, int(sig)):
+        return False
+    if os.getppid() != parent:
+        os.kill(os.getpid(), sig)
+    return True
