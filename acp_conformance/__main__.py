@@ -1,6 +1,11 @@
-"""``python -m acp_conformance``: small utilities around the suite.
+"""``python -m acp_conformance`` (or ``acp-conformance``): the suite's command line.
 
 Subcommands:
+  agent [PYTEST OPTIONS] -- AGENT COMMAND
+                    certify an agent: the bundled suite through pytest, as
+                    `pytest --acp-agent="AGENT COMMAND" [PYTEST OPTIONS]` would
+  client [PYTEST OPTIONS] -- CLIENT COMMAND
+                    certify a client: `pytest --acp-client="CLIENT COMMAND" [PYTEST OPTIONS]`
   fetch-schema      fill the per-user schema cache from the npm registry (no Node, no checkout)
   schema            show which schema would be used, and from where
   clauses [--role]  list the clause registry
@@ -22,6 +27,8 @@ Subcommands:
 from __future__ import annotations
 
 import argparse
+import os
+import shlex
 import sys
 
 from acp_conformance.errors import ConfigurationError
@@ -100,8 +107,52 @@ def _cmd_matrix(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    from acp_conformance import __version__
+    from acp_conformance.schema.locate import PINNED_SDK_VERSION, PINNED_TARBALL_SHA256, SDK_PACKAGE
+
+    return (
+        f"acp-conformance {__version__} (ACP v1; schema pinned to {SDK_PACKAGE}@{PINNED_SDK_VERSION}, "
+        f"sha256 {PINNED_TARBALL_SHA256[:12]}...)"
+    )
+
+
+def _certify(role: str, raw: list[str]) -> int:
+    """``agent|client [pytest options] -- COMMAND...``: the bundled suite through ``pytest.main``."""
+    if "--" not in raw or raw.index("--") == len(raw) - 1:
+        print(
+            f"usage: acp-conformance {role} [PYTEST OPTIONS] -- {role.upper()} COMMAND...\n"
+            f'error: give the {role} command after "--", for example: '
+            f"acp-conformance {role} -n auto -- "
+            + ("npx my-agent --acp" if role == "agent" else "my-editor --acp-agent {agent}"),
+            file=sys.stderr,
+        )
+        return 2
+    cut = raw.index("--")
+    options, command = raw[:cut], raw[cut + 1 :]
+    import importlib.metadata
+
+    import pytest
+
+    args = [f"--acp-{role}={shlex.join(command)}", *options]
+    # From a checkout that was never installed the pytest11 entry point is missing: load it by name.
+    names = {ep.value for ep in importlib.metadata.entry_points(group="pytest11")}
+    plugins = [] if "acp_conformance.plugin" in names else ["-p", "acp_conformance.plugin"]
+    return int(pytest.main([*plugins, *args]))
+
+
 def main(argv: list[str] | None = None) -> int:
-    raw = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(sys.argv[1:] if argv is None else list(argv))
+    except BrokenPipeError:
+        # `acp-conformance clauses | head`: the reader left; say nothing more, not a traceback.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(raw: list[str]) -> int:
+    if raw[:1] in (["agent"], ["client"]):
+        return _certify(raw[0], raw[1:])
     if raw[:1] in (["proxy"], ["check"]):
         # One implementation, two names: the proxy and the offline judge are the scenario CLI's
         # (argparse cannot hand a subcommand's options, or the proxy's ``-- COMMAND`` tail, through
@@ -110,9 +161,14 @@ def main(argv: list[str] | None = None) -> int:
 
         return scenario_main(raw)
     parser = argparse.ArgumentParser(
-        prog="python -m acp_conformance", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="acp-conformance",
+        description=(__doc__ or "").replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("agent", help="certify an agent: agent [PYTEST OPTIONS] -- AGENT COMMAND")
+    sub.add_parser("client", help="certify a client: client [PYTEST OPTIONS] -- CLIENT COMMAND")
     sub.add_parser("fetch-schema", help="fill the per-user schema cache from the npm registry (no Node)").set_defaults(
         fn=_cmd_fetch_schema
     )

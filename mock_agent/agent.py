@@ -244,6 +244,19 @@ class Turn:
 
 
 # -------------------------------------------------------------------------- agent
+#: The prompt keywords that pick a turn's script (the mock agent's whole interface to a test):
+#: (keyword, script, what the turn does), first match wins; any other prompt is the default turn.
+#: ``python -m mock_agent --help`` lists them from here.
+PROMPT_KEYWORDS: tuple[tuple[str, str, str], ...] = (
+    ("acp:refuse", "refuse", "one message chunk, then stopReason refusal"),
+    ("acp:max-tokens", "max_tokens", "one message chunk, then stopReason max_tokens"),
+    ("acp:max-turn-requests", "max_turn_requests", "one message chunk, then stopReason max_turn_requests"),
+    ("acp:long", "long", "ticks, then waits for session/cancel (ends cancelled; end_turn after 60 s)"),
+    ("acp:tool", "tool", "a tool call, a permission request, then fs / terminal use as allowed"),
+    ("use a tool", "tool", "the same as acp:tool"),
+)
+
+
 class MockAgent:
     """A deterministic, conforming ACP v1 agent; subclass it to break one thing.
 
@@ -985,14 +998,7 @@ class MockAgent:
     def choose_scenario(self, turn: Turn) -> str:
         """Pick the turn's script from its text (see the package docstring)."""
         text = turn.text.lower()
-        for keyword, scenario in (
-            ("acp:refuse", "refuse"),
-            ("acp:max-tokens", "max_tokens"),
-            ("acp:max-turn-requests", "max_turn_requests"),
-            ("acp:long", "long"),
-            ("acp:tool", "tool"),
-            ("use a tool", "tool"),
-        ):
+        for keyword, scenario, _ in PROMPT_KEYWORDS:
             if keyword in text:
                 return scenario
         return "default"

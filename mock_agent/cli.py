@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from mock_agent.agent import AGENT_NAME, MockAgent
+from mock_agent.agent import AGENT_NAME, PROMPT_KEYWORDS, MockAgent
 
 if TYPE_CHECKING:
     from acp_conformance.schema.validator import SchemaValidator
@@ -29,12 +29,15 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def build_parser(prog: str = "python -m mock_agent") -> argparse.ArgumentParser:
+    keywords = "\n".join(f"  {k:<24} {what}" for k, _, what in PROMPT_KEYWORDS)
     parser = argparse.ArgumentParser(
         prog=prog,
         description=(
             "Reference ACP v1 agent speaking newline-delimited JSON-RPC over stdin/stdout. "
             "Logs go to stderr; it exits with status 0 when stdin closes."
         ),
+        epilog=f"prompt keywords (anywhere in the prompt text; any other prompt gets a plain turn):\n{keywords}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--no-validate",
