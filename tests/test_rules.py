@@ -97,4 +97,9 @@ def test_the_plugin_names_the_fuzz_variables_the_campaign_reads() -> None:
     from acp_conformance.fuzz import _budget
     from acp_conformance.plugin.options import FUZZ_ENV
 
-    assert FUZZ_ENV == {"examples": _budget.ENV_EXAMPLES, "seconds": _budget.ENV_SECONDS, "seed": _budget.ENV_SEED}
+    assert FUZZ_ENV == {
+        "examples": _budget.ENV_EXAMPLES,
+        "seconds": _budget.ENV_SECONDS,
+        "shrink_seconds": _budget.ENV_SHRINK_SECONDS,
+        "seed": _budget.ENV_SEED,
+    }

@@ -1,13 +1,16 @@
 """How much a campaign against a live peer fuzzes, from which seed, and how a failure is replayed.
 
 Budget and replay (the plugin options ``--acp-fuzz-examples``,
-``--acp-fuzz-seconds`` and ``--acp-fuzz-seed`` set the first three variables;
+``--acp-fuzz-seconds``, ``--acp-fuzz-shrink-seconds`` and ``--acp-fuzz-seed`` set the first
+four variables;
 the plugin resolves ``random`` once, before xdist workers start):
 
 * ``ACP_FUZZ_EXAMPLES`` examples per campaign (default 25);
 * ``ACP_FUZZ_SECONDS`` wall-clock budget for generating examples, per
   campaign (default 20); once spent, frames not yet tried count as not
-  run; shrinking a failure gets a third of it more (at least 2 s);
+  run; shrinking a failure gets a third of it more (at least 2 s, at most 30 s);
+* ``ACP_FUZZ_SHRINK_SECONDS`` the time to shrink one failure instead (a CI
+  job, or a proof, that wants the finding rather than the smallest example);
 * ``ACP_FUZZ_SEED`` an integer (default 0: every run fuzzes the same
   frames, so results are reproducible and equal under xdist), or ``random``;
 * ``ACP_FUZZ_REPLAY`` the ``reproduce_failure`` blob a report names, to
@@ -34,9 +37,12 @@ from acp_conformance.errors import ConfigurationError
 
 ENV_EXAMPLES = "ACP_FUZZ_EXAMPLES"
 ENV_SECONDS = "ACP_FUZZ_SECONDS"
+ENV_SHRINK_SECONDS = "ACP_FUZZ_SHRINK_SECONDS"
 ENV_SEED = "ACP_FUZZ_SEED"
 ENV_REPLAY = "ACP_FUZZ_REPLAY"
 ENV_DATABASE = "ACP_FUZZ_DATABASE"
+#: The most a campaign spends shrinking one failure (see ``FuzzBudget.shrink_seconds``).
+MAX_SHRINK_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,8 @@ class FuzzBudget:
     seed: int = 0
     replay: str | None = None
     database: str | None = None
+    #: Shrinking time per failure when given (``ACP_FUZZ_SHRINK_SECONDS``); see ``shrink_seconds``.
+    shrink: float | None = None
 
     @classmethod
     def from_env(cls, environ: Any = None) -> FuzzBudget:
@@ -64,12 +72,18 @@ class FuzzBudget:
                 raise ConfigurationError(
                     f"{ENV_SEED} must be a non-negative integer or 'random', got {raw_seed!r}"
                 ) from None
-        return cls(examples, seconds, seed, env.get(ENV_REPLAY) or None, env.get(ENV_DATABASE) or None)
+        shrink = _float(env, ENV_SHRINK_SECONDS, 0.0) if env.get(ENV_SHRINK_SECONDS, "").strip() else None
+        return cls(examples, seconds, seed, env.get(ENV_REPLAY) or None, env.get(ENV_DATABASE) or None, shrink)
 
     @property
     def shrink_seconds(self) -> float:
-        """Time allowed for shrinking one failure (a third of the generation budget, at least 2 s)."""
-        return max(2.0, self.seconds / 3)
+        """Time allowed for shrinking one failure: a third of the generation budget, at least 2 s,
+        at most ``MAX_SHRINK_SECONDS``.  Against a live peer every try is a whole exchange (a
+        wedged peer costs a deadline each), and a budget raised so that examples, not the clock,
+        bound the campaign (``--acp-fuzz-seconds=600``) must not buy minutes of shrinking."""
+        if self.shrink is not None:
+            return self.shrink
+        return min(MAX_SHRINK_SECONDS, max(2.0, self.seconds / 3))
 
     def describe(self) -> str:
         return f"seed {self.seed}, up to {self.examples} examples in {self.seconds:g} s"

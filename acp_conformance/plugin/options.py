@@ -32,7 +32,12 @@ __all__ = [
 #: The fuzz options travel to the campaigns (and to xdist workers, which inherit the environment)
 #: as these variables: the campaign reads them (``fuzz/_budget.py``, which names them too: this
 #: copy keeps ``pytest --help`` from importing Hypothesis; tests/test_rules.py keeps them equal).
-FUZZ_ENV = {"examples": "ACP_FUZZ_EXAMPLES", "seconds": "ACP_FUZZ_SECONDS", "seed": "ACP_FUZZ_SEED"}
+FUZZ_ENV = {
+    "examples": "ACP_FUZZ_EXAMPLES",
+    "seconds": "ACP_FUZZ_SECONDS",
+    "shrink_seconds": "ACP_FUZZ_SHRINK_SECONDS",
+    "seed": "ACP_FUZZ_SEED",
+}
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -157,6 +162,15 @@ def _fuzz_options(g: Any) -> None:
         help=f"time to generate examples, per fuzz campaign (default 20; env {FUZZ_ENV['seconds']})",
     )
     g.addoption(
+        "--acp-fuzz-shrink-seconds",
+        type=float,
+        metavar="S",
+        help=(
+            "time to shrink one failure to a smaller example, per fuzz campaign (default: a third of "
+            f"--acp-fuzz-seconds, 2 s to 30 s; env {FUZZ_ENV['shrink_seconds']})"
+        ),
+    )
+    g.addoption(
         "--acp-fuzz-seed",
         metavar="INT|random",
         help=f"seed of the fuzz campaigns (default 0: the same frames every run; env {FUZZ_ENV['seed']})",
@@ -243,14 +257,14 @@ def resolve_fuzz(config: pytest.Config) -> str:
     from acp_conformance.fuzz._budget import FuzzBudget
 
     opt = config.getoption
-    given = {"examples": opt("acp_fuzz_examples"), "seconds": opt("acp_fuzz_seconds"), "seed": opt("acp_fuzz_seed")}
+    given = {key: opt(f"acp_fuzz_{key}") for key in FUZZ_ENV}
     for key, value in given.items():
         if value is not None:
             os.environ[FUZZ_ENV[key]] = str(value).strip()
     try:
         budget = FuzzBudget.from_env()
     except ConfigurationError as exc:
-        flags = {FUZZ_ENV[k]: f"--acp-fuzz-{k}" for k, v in given.items() if v is not None}
+        flags = {FUZZ_ENV[k]: f"--acp-fuzz-{k.replace('_', '-')}" for k, v in given.items() if v is not None}
         message = str(exc)
         for env, flag in flags.items():
             message = message.replace(env, flag)
