@@ -6,6 +6,8 @@ Enable them in a ``conftest.py``::
 
 * ``acp_mock_agent``: command lines of the reference agent for *your client* to launch
   (plain, playing a scenario file, or requiring authentication);
+* ``acp_model_stub``: a scripted model API (``anthropic`` / ``openai``) on 127.0.0.1, for adapter
+  authors whose agent wraps a model: full turns with no key and no network;
 * ``acp_drive_agent``: drives *your agent* through real turns with the reference client and
   returns what happened, the violations it saw included; ``run.raise_for_violations()`` turns
   them into a test failure.
@@ -17,22 +19,26 @@ deadline, and its processes end with it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from acp_conformance._proctree import die_with_parent
 
-__all__ = ["AgentRun", "MockAgentCommand", "acp_drive_agent", "acp_mock_agent"]
+if TYPE_CHECKING:
+    from acp_conformance.model_stub import ModelStub
+
+__all__ = ["AgentRun", "MockAgentCommand", "acp_drive_agent", "acp_mock_agent", "acp_model_stub"]
 
 
 class MockAgentCommand:
@@ -147,3 +153,24 @@ def acp_drive_agent(tmp_path: Path) -> Callable[..., AgentRun]:
         return AgentRun(agent, proc.returncode, data, stderr)
 
     return drive
+
+
+@pytest.fixture
+def acp_model_stub() -> Iterator[Callable[..., ModelStub]]:
+    """``stub = acp_model_stub("anthropic" | "openai", script=None)``: a scripted model API on
+    127.0.0.1 for the test's duration, for adapter authors.  Start your adapter with
+    ``env={**os.environ, **stub.env}`` (base URL, a dummy key, and proxies that send any other
+    host to the stub, where the attempt is recorded and refused); afterwards ``stub.model_requests``
+    are the calls it made and ``stub.evidence()`` says them in one line each.  It serves from a
+    thread of its own, so synchronous tests can use it."""
+    from anyio.from_thread import start_blocking_portal
+
+    from acp_conformance.model_stub import ModelStub
+
+    with contextlib.ExitStack() as stack:
+        portal = stack.enter_context(start_blocking_portal("asyncio"))
+
+        def start(kind: str = "anthropic", script: Any = None) -> ModelStub:
+            return stack.enter_context(portal.wrap_async_context_manager(ModelStub(kind, script)))
+
+        yield start

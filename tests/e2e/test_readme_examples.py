@@ -1,4 +1,4 @@
-"""The README's Python example runs as written (documentation that works)."""
+"""The Python example of docs/using-the-mocks.md (linked from the README) runs as written."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import sys
 from tests.e2e._suite_run import ROOT
 
 
-def test_readme_python_example_runs(tmp_path: object) -> None:
-    text = (ROOT / "README.md").read_text("utf-8")
+def test_the_python_example_runs(tmp_path: object) -> None:
+    text = (ROOT / "docs" / "using-the-mocks.md").read_text("utf-8")
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
-    assert blocks, "README.md has no python example"
+    assert blocks, "docs/using-the-mocks.md has no python example"
     for code in blocks:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
         assert proc.returncode == 0, proc.stderr[-2000:]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = ROOT / "tests" / "peers" / "broken_agents.py"
@@ -41,3 +45,39 @@ def test_fixtures_drive_an_agent_and_turn_violations_into_failures(tmp_path: Pat
     out = proc.stdout + proc.stderr
     assert "1 failed, 1 passed" in out, out[-4000:]
     assert "test_my_broken_agent_is_caught" in out and "ACP violation(s)" in out, out[-4000:]
+
+
+DOC = ROOT / "docs" / "using-the-mocks.md"
+
+
+def documented_files() -> dict[str, str]:
+    """The example files of docs/using-the-mocks.md: each code block that starts with its name."""
+    out = {}
+    for body in re.findall(r"```(?:python|js)\n(.*?)```", DOC.read_text("utf-8"), flags=re.S):
+        first = body.splitlines()[0]
+        named = re.fullmatch(r"(?:#|//) ([\w.]+\.(?:py|mjs))", first)
+        if named:
+            out[named.group(1)] = body
+    return out
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the documented client in another language is Node.js")
+def test_every_documented_fixture_example_runs_as_written(tmp_path: Path) -> None:
+    files = documented_files()
+    tests = sorted(name for name in files if name.startswith("test_"))
+    assert {"conftest.py", "client.mjs"} <= files.keys(), sorted(files)
+    assert tests == ["test_drive_agent.py", "test_inprocess_agent.py", "test_mock_agent.py", "test_model_stub.py"]
+    for name, body in files.items():
+        (tmp_path / name).write_text(body)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0 and f"{len(tests)} passed" in out, out[-4000:]
