@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Certify the pinned real ACP agents and clients and write their reports under reports/.
-# Run from the repository root after `./run setup`.  Each report records the exact
+# Run from the repository root after `./run setup --with-peers`.  Each report records the exact
 # command, the peer's own agentInfo, the schema and the verdict.
 #
 #   scripts/certify-real-peers.sh            # all of them

@@ -15,7 +15,7 @@ from tests.unit.matrix_support import Page, make_report
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (./run setup installs it as root)")
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (./run setup --with-peers installs it as root)")
 def test_matrix_renders_in_a_real_browser(tmp_path: Path) -> None:
     files = [
         make_report(tmp_path, "agent-a", "agent", fail=True),

@@ -295,7 +295,7 @@ def test_the_mock_client_plays_a_scenario_through_the_proxy(tmp_path: Path) -> N
 SDK_AGENT = ROOT / ".peers" / "python-sdk-0.12.1" / "examples" / "agent.py"
 
 
-@pytest.mark.skipif(not SDK_AGENT.exists(), reason="the Python SDK examples are not fetched (./run setup)")
+@pytest.mark.skipif(not SDK_AGENT.exists(), reason="the Python SDK examples are not fetched (./run setup --with-peers)")
 def test_a_turn_that_ended_before_the_cancel_is_inconclusive_not_a_failure(tmp_path: Path) -> None:
     """The SDK's example agent answers every prompt at once (end_turn): its turn is over before our
     cancel goes out, so cancel-long-turn cannot judge cancel.stop-reason (it once said FAIL)."""
