@@ -12,8 +12,8 @@ from typing import Any
 
 from bench.common import BENCH, load_average, machine_info, progress
 
-SECTIONS = ("frames", "e2e", "cold", "suite", "profile")
-DEFAULT_SECTIONS = ("frames", "e2e", "cold", "suite")
+SECTIONS = ("plugin", "frames", "e2e", "cold", "suite", "profile")
+DEFAULT_SECTIONS = ("plugin", "frames", "e2e", "cold", "suite")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -96,6 +96,13 @@ def main(argv: list[str] | None = None) -> int:
 
     workdir = new_workdir()
     try:
+        if "plugin" in args.sections:
+            from bench.plugin_cost import run_plugin_cost
+
+            progress("the plugin's cost in other projects' runs (no --acp-* option)")
+            t0 = time.perf_counter()
+            summary["plugin"] = run_plugin_cost(reps)
+            meta.setdefault("section_s", {})["plugin"] = time.perf_counter() - t0
         if "frames" in args.sections:
             from bench.frames import run_frames
 
@@ -174,6 +181,10 @@ def main(argv: list[str] | None = None) -> int:
         md.append("## Targets\n\n" + targets_md(ts))
     if summary.get("e2e"):
         md.append("## Stacks over real stdio\n\n" + e2e_md(summary["e2e"], config))
+    if summary.get("plugin"):
+        from bench.plugin_cost import plugin_md
+
+        md.append("## The plugin in other projects' runs\n\n" + plugin_md(summary["plugin"]))
     if summary.get("frames"):
         md.append("## Per-frame costs\n\n" + frames_md(summary["frames"]))
     if summary.get("suite"):
