@@ -58,6 +58,21 @@ def _any_request(entries: list[Entry]) -> bool:
     return any(isinstance(e.message, dict) and "method" in e.message and "id" in e.message for e in entries)
 
 
+def _implementation_info(entries: list[Entry]) -> bool:
+    """An ``initialize`` that carried the sender's ``clientInfo`` (its request) or ``agentInfo``
+    (its answer: the result with the negotiated version beside it)."""
+    for e in entries:
+        m = e.message
+        if not isinstance(m, dict):
+            continue
+        params, result = m.get("params"), m.get("result")
+        if m.get("method") == "initialize" and isinstance(params, dict) and "clientInfo" in params:
+            return True
+        if isinstance(result, dict) and "agentInfo" in result and "protocolVersion" in result:
+            return True
+    return False
+
+
 def _wire(clause_id: str) -> Predicate:
     """Exercised as the wire check of ``clause_id`` says (judged on the inbound frames alone)."""
     return lambda entries: WIRE_CHECKS[clause_id](Frames(entries))[0]
@@ -79,6 +94,8 @@ PASSIVE_CLAUSES: dict[str, tuple[tuple[str, ...], Predicate]] = {
     "jsonrpc.every-request-answered": (("agent", "client"), _any_response),
     "jsonrpc.error-object": (("agent", "client"), _any_error),
     "schema.valid": (("agent", "client"), _any_frame),
+    # The schema's Implementation object, charged to its own clause (schema.validator.clause_for).
+    "init.implementation.shape": (("agent", "client"), _implementation_info),
     # Peer.validate_inbound: a method neither in the pinned schema nor _-prefixed.
     "ext.method.underscore": (("agent", "client"), _any_method),
     "update.discriminator": (("agent",), _updates_of()),

@@ -304,6 +304,7 @@ _PATH_CLAUSES: list[tuple[str, str, str, str]] = [
     ("InitializeResponse", "/agentCapabilities", "", "init.response.capabilities"),
     ("InitializeResponse", "/authMethods", "", "auth.methods.advertised"),
     ("InitializeResponse", "/agentInfo", "", "init.implementation.shape"),
+    ("InitializeRequest", "/clientInfo", "", "init.implementation.shape"),
     ("PromptResponse", "/stopReason", "", "prompt.stop-reason.enum"),
     ("PromptResponse", "", "'stopReason' is a required", "prompt.response.stop-reason"),
     ("NewSessionResponse", "", "'sessionId' is a required", "session.new.unique-id"),

@@ -164,7 +164,9 @@ def test_banner_on_stdout_is_a_clear_fail_with_the_line(tmp_path: Path) -> None:
     assert any("Starting my-agent" in t.get("evidence", "") for t in clause["tests"])
 
 
-@pytest.mark.skipif(not ECHO_AGENT.is_file(), reason="Python SDK examples not fetched (./run setup --with-peers does it)")
+@pytest.mark.skipif(
+    not ECHO_AGENT.is_file(), reason="Python SDK examples not fetched (./run setup --with-peers does it)"
+)
 def test_python_sdk_echo_agent_gets_an_honest_verdict(tmp_path: Path) -> None:
     pytest.importorskip("acp", reason="agent-client-protocol not installed")
     run = run_suite(f"{PY} {ECHO_AGENT}", tmp_path, "-n", "2")

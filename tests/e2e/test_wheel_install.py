@@ -69,7 +69,18 @@ def test_a_wheel_in_a_fresh_venv_certifies_like_the_checkout(tmp_path: Path) -> 
     # Only the venv on PATH (no node, no npm), an empty schema cache, no checkout anywhere near.
     env = {**base, "PATH": str(venv / "bin"), "XDG_CACHE_HOME": str(tmp_path / "cache"), "HOME": str(tmp_path)}
     cli = run(
-        ["acp-conformance", "agent", "-q", "-n", "2", "--acp-report-json=report.json", "--", "python", "-m", "mock_agent"],
+        [
+            "acp-conformance",
+            "agent",
+            "-q",
+            "-n",
+            "2",
+            "--acp-report-json=report.json",
+            "--",
+            "python",
+            "-m",
+            "mock_agent",
+        ],
         cwd=empty,
         env=env,
     )
@@ -81,7 +92,16 @@ def test_a_wheel_in_a_fresh_venv_certifies_like_the_checkout(tmp_path: Path) -> 
 
     plain = run(["pytest", "--co", "-q", "--acp-agent=python -m mock_agent"], cwd=empty, env=env)
     from_checkout = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q", f"--acp-agent={sys.executable} -m mock_agent"],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--co",
+            "-q",
+            f"--acp-agent={sys.executable} -m mock_agent",
+        ],
         cwd=tmp_path,
         env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},
         capture_output=True,

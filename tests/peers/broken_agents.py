@@ -258,6 +258,15 @@ class NoAgentInfo(MockAgent):
         return result
 
 
+class AgentInfoWithoutVersion(MockAgent):
+    """Announces itself with a name only (``Implementation`` requires ``version`` too)."""
+
+    validate_outbound = False
+
+    def agent_info(self) -> Json:
+        return {"name": "half-announced"}
+
+
 # ------------------------------------------------------------ session, prompt
 class ConstantSessionId(MockAgent):
     def new_session_id(self) -> str:
@@ -406,6 +415,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "session-capability-not-object": Breakage(SessionCapabilityNotObject, "cap.object-presence"),
     "auth-method-without-name": Breakage(AuthMethodWithoutName, "auth.methods.advertised"),
     "no-agent-info": Breakage(NoAgentInfo, "init.response.agent-info", status="WARN"),
+    "agent-info-without-version": Breakage(AgentInfoWithoutVersion, "init.implementation.shape"),
     "broken-by-second-initialize": Breakage(BrokenBySecondInitialize, "init.once", status="INFO"),
     "constant-session-id": Breakage(ConstantSessionId, "session.new.unique-id"),
     "inconsistent-modes": Breakage(InconsistentModes, "mode.state.shape"),

@@ -163,9 +163,17 @@ class CrashesOnUnknownUpdate(MockClient):
     def on_notification(self, note: Notification) -> None:
         update = note.params.get("update") if isinstance(note.params, dict) else None
         if isinstance(update, dict) and update.get("sessionUpdate") not in (
-            "agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update",
-            "plan", "available_commands_update", "current_mode_update", "config_option_update",
-            "session_info_update", "usage_update",
+            "agent_message_chunk",
+            "agent_thought_chunk",
+            "user_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "plan",
+            "available_commands_update",
+            "current_mode_update",
+            "config_option_update",
+            "session_info_update",
+            "usage_update",
         ):
             os._exit(70)  # an unhandled "unknown variant" error takes the client down
         super().on_notification(note)
@@ -225,7 +233,11 @@ async def _spawn_without_stderr_drain(command: str, cwd: str) -> AsyncIterator[P
     import shlex
 
     process = await anyio.open_process(
-        shlex.split(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+        shlex.split(command),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=cwd,
         start_new_session=True,
     )
     transport = ProcessTransport(process, shlex.split(command), 50)
@@ -275,19 +287,22 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "duplicate-permission-answer": Breakage(DuplicatePermissionAnswer, "jsonrpc.no-duplicate-response"),
     "never-answers-permission": Breakage(NeverAnswersPermission, "jsonrpc.every-request-answered"),
     "confused-by-duplicate-prompt-response": Breakage(
-        ConfusedByDuplicatePromptResponse, "jsonrpc.every-request-answered",
-        scenario="client-duplicate-and-stray-responses", prompts_on_stdin=True,
+        ConfusedByDuplicatePromptResponse,
+        "jsonrpc.every-request-answered",
+        scenario="client-duplicate-and-stray-responses",
+        prompts_on_stdin=True,
     ),
     # robustness
     "crashes-on-unknown-update": Breakage(CrashesOnUnknownUpdate, "jsonrpc.every-request-answered"),
     "answers-notifications": Breakage(
-        AnswersNotifications, "jsonrpc.notification-no-response",
+        AnswersNotifications,
+        "jsonrpc.notification-no-response",
     ),
-    "custom-notification-without-underscore": Breakage(
-        CustomNotificationWithoutUnderscore, "ext.method.underscore"
-    ),
+    "custom-notification-without-underscore": Breakage(CustomNotificationWithoutUnderscore, "ext.method.underscore"),
     "exits-on-unknown-notification": Breakage(
-        ExitsOnUnknownNotification, "ext.notification.ignore", status="WARN",
+        ExitsOnUnknownNotification,
+        "ext.notification.ignore",
+        status="WARN",
         also=frozenset({"jsonrpc.every-request-answered"}),
         why_also="once it has exited, the request that follows is never answered",
     ),
@@ -307,7 +322,6 @@ for _path in sorted(Path(__file__).resolve().parent.glob("broken_clients_*.py"))
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in BREAKAGES:
-        print(f"usage: {sys.argv[0]} NAME [mock_client options]; NAME one of: {', '.join(BREAKAGES)}",
-              file=sys.stderr)
+        print(f"usage: {sys.argv[0]} NAME [mock_client options]; NAME one of: {', '.join(BREAKAGES)}", file=sys.stderr)
         sys.exit(2)
     sys.exit(main(sys.argv[2:], client_cls=BREAKAGES[sys.argv[1]].peer))

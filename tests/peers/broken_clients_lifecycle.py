@@ -225,10 +225,7 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     ),
     "claims-fs-but-refuses": Breakage(ClaimsFsButRefuses, "init.request.capabilities"),
     "no-client-info": Breakage(NoClientInfo, "init.request.client-info", status="WARN"),
-    "client-info-without-version": Breakage(
-        ClientInfoWithoutVersion, "init.implementation.shape", also=frozenset({"schema.valid"}),
-        why_also="Implementation.version is required by the schema",
-    ),
+    "client-info-without-version": Breakage(ClientInfoWithoutVersion, "init.implementation.shape"),
     "string-fs-flag": Breakage(
         StringFsFlag, "cap.client.fs-defaults", also=frozenset({"schema.valid"}),
         why_also="the schema types the flag as a boolean",

@@ -20,6 +20,7 @@ def _is_int(value: Any) -> bool:
     "init.version.same-if-supported",
     "init.response.capabilities",
     "init.response.agent-info",
+    "init.implementation.shape",
 )
 async def test_initialize_v1(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect(initialize=False) as conn:
@@ -53,12 +54,21 @@ async def test_initialize_v1(acp_agent: AgentHarness) -> None:
             f"agentCapabilities {caps!r}",
         )
         info = result.get("agentInfo")
+        # The SHOULD is to provide it; what it must hold once provided (name and version strings,
+        # the schema's Implementation) is init.implementation.shape, judged on the frame itself.
         acp_agent.check(
             "init.response.agent-info",
-            isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str),
-            "agentInfo with a name and a version",
+            isinstance(info, dict),
+            "agentInfo (the agent's name and version)",
             f"agentInfo {info!r}",
         )
+        if info is not None:
+            acp_agent.check(
+                "init.implementation.shape",
+                isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str),
+                "agentInfo to be an Implementation (string name and version, optional title)",
+                f"agentInfo {info!r}",
+            )
 
 
 async def _negotiate(acp_agent: AgentHarness, version: int) -> tuple[Any, Any]:

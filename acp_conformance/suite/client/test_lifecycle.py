@@ -92,10 +92,11 @@ async def test_initialize_request(acp_client: ClientHarness) -> None:
                 "clientInfo to be an Implementation (string name and version)",
                 f"clientInfo {info!r}",
             )
+        # The SHOULD is to provide it; its shape once provided is init.implementation.shape (above).
         acp_client.check(
             "init.request.client-info",
-            isinstance(info, dict) and bool(info.get("name")) and bool(info.get("version")),
-            "clientInfo with a name and a version",
+            isinstance(info, dict),
+            "clientInfo (the client's name and version)",
             f"clientInfo {info!r}",
         )
 
