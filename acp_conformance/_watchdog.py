@@ -16,7 +16,9 @@ pipe only the owner holds:
 * ``- PID``: the owner tore that spawn down itself.
 
 End of file on the pipe means the owner is gone (exited, or killed with any signal: the kernel
-closes its descriptors either way).  The watchdog then kills, with SIGKILL, every process whose
+closes its descriptors either way).  The spawn leaders then get two seconds to exit by themselves
+(their stdin reached EOF too, and a conforming peer exits on it); after that the watchdog kills,
+with SIGKILL, every process whose
 environment carries a tag with the owner prefix (a spawn the owner never got to register
 included), everything in the process group or session of a spawn still registered (born no
 earlier than its leader: a pid is not reused while a group or session holds it), and all their
@@ -30,15 +32,27 @@ before the owner died (the owner's own teardown catches most of those while it l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import signal
 import sys
+import time
 
 if __name__ == "__main__":  # run as a file with -I -S: find the package next to this file
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from acp_conformance._proctree import PROC, SPAWN_TAG_VAR, Proc, children_map, processes, signal_if_same, walk
+from acp_conformance._proctree import (
+    PROC,
+    SPAWN_TAG_VAR,
+    Proc,
+    children_map,
+    pidfd,
+    processes,
+    signal_if_same,
+    stat,
+    walk,
+)
 
 __all__ = ["Spawn", "main", "sweep"]
 
@@ -46,6 +60,8 @@ __all__ = ["Spawn", "main", "sweep"]
 MAX_PASSES = 50
 #: How long one pass waits for what it killed to exit (pidfds), at most.
 PASS_WAIT = 1.0
+#: How long the spawn leaders get to exit by themselves once their owner is gone.
+GRACE = 2.0
 
 
 class Spawn:
@@ -85,9 +101,43 @@ def _victims(spawns: list[Spawn], owner: str, me: int) -> list[Proc]:
     return list(found.values())
 
 
-def sweep(spawns: list[Spawn], owner: str) -> int:
-    """Kill every process of ``spawns`` and every one tagged with ``owner``; return how many
-    were signalled."""
+def _wait_exit(fds: list[int], timeout: float) -> None:
+    """Until every pidfd in ``fds`` is readable (its process exited), at most ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    pending = list(fds)
+    while pending:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        ready, _, _ = select.select(pending, [], [], left)
+        pending = [fd for fd in pending if fd not in ready]
+
+
+def _leaders_exit(spawns: list[Spawn], grace: float) -> None:
+    """Give the spawn leaders ``grace`` s to exit by themselves: their stdin reached EOF with the
+    owner, and a conforming peer exits then (a relay reports the EOF first: killing it at once
+    would hide from the suite what its client did)."""
+    fds = []
+    for s in spawns:
+        now = stat(s.pid)
+        if now is None or now.start != s.start or now.state == "Z":
+            continue
+        fd = pidfd(now)
+        if fd is not None:
+            fds.append(fd)
+    try:
+        _wait_exit(fds, grace)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def sweep(spawns: list[Spawn], owner: str, grace: float = 0.0) -> int:
+    """Kill every process of ``spawns`` and every one tagged with ``owner`` (after ``grace`` s for
+    the spawn leaders to exit by themselves); return how many were signalled."""
+    if grace > 0:
+        with contextlib.suppress(OSError):  # no pidfds: no grace, straight to the kill
+            _leaders_exit(spawns, grace)
     me = os.getpid()
     killed = 0
     for _ in range(MAX_PASSES):
@@ -101,13 +151,7 @@ def sweep(spawns: list[Spawn], owner: str) -> int:
             if fd is not None:
                 fds.append(fd)
         try:
-            # A pidfd turns readable once its process exited: wait for those, not a while.
-            pending = list(fds)
-            while pending:
-                ready, _, _ = select.select(pending, [], [], PASS_WAIT)
-                if not ready:
-                    break
-                pending = [fd for fd in pending if fd not in ready]
+            _wait_exit(fds, PASS_WAIT)  # a pidfd turns readable once its process exited
         finally:
             for fd in fds:
                 os.close(fd)
@@ -128,7 +172,7 @@ def main(argv: list[str]) -> int:
                 live.pop(int(parts[1]), None)
         except ValueError:
             continue  # a garbled line names nothing; the owner never writes one
-    sweep(list(live.values()), owner)
+    sweep(list(live.values()), owner, GRACE)
     return 0
 
 
