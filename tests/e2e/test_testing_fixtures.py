@@ -29,19 +29,24 @@ def test_my_broken_agent_is_caught(acp_drive_agent):
 """
 
 
-def test_fixtures_drive_an_agent_and_turn_violations_into_failures(tmp_path: Path) -> None:
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["acp_conformance.testing"]\n')
-    (tmp_path / "test_mine.py").write_text(PROJECT)
+def run_project(project: Path) -> subprocess.CompletedProcess[str]:
+    """pytest in another project's directory, as that project runs it (this checkout importable)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rf"],
-        cwd=tmp_path,
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA"],
+        cwd=project,
         env=env,
         capture_output=True,
         text=True,
         timeout=240,
     )
+
+
+def test_fixtures_drive_an_agent_and_turn_violations_into_failures(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["acp_conformance.testing"]\n')
+    (tmp_path / "test_mine.py").write_text(PROJECT)
+    proc = run_project(tmp_path)
     out = proc.stdout + proc.stderr
     assert "1 failed, 1 passed" in out, out[-4000:]
     assert "test_my_broken_agent_is_caught" in out and "ACP violation(s)" in out, out[-4000:]
@@ -69,15 +74,6 @@ def test_every_documented_fixture_example_runs_as_written(tmp_path: Path) -> Non
     assert tests == ["test_drive_agent.py", "test_inprocess_agent.py", "test_mock_agent.py", "test_model_stub.py"]
     for name, body in files.items():
         (tmp_path / name).write_text(body)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    proc = run_project(tmp_path)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0 and f"{len(tests)} passed" in out, out[-4000:]
