@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from acp_conformance.checks.shapes import implementation_ok
 from acp_conformance.harness import AgentHarness
 
 pytestmark = pytest.mark.anyio
@@ -65,7 +66,7 @@ async def test_initialize_v1(acp_agent: AgentHarness) -> None:
         if info is not None:
             acp_agent.check(
                 "init.implementation.shape",
-                isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str),
+                implementation_ok(info),
                 "agentInfo to be an Implementation (string name and version, optional title)",
                 f"agentInfo {info!r}",
             )

@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from acp_conformance.checks.gating import AGENT_GATED_METHODS, PROMPT_GATED_BLOCKS
+from acp_conformance.checks.shapes import implementation_ok
 from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import AgentSetup
 from acp_conformance.errors import PeerError
@@ -88,7 +89,7 @@ async def test_initialize_request(acp_client: ClientHarness) -> None:
         if info is not None:
             acp_client.check(
                 "init.implementation.shape",
-                isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str),
+                implementation_ok(info),
                 "clientInfo to be an Implementation (string name and version)",
                 f"clientInfo {info!r}",
             )
