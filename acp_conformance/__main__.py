@@ -132,6 +132,9 @@ def _certify(role: str, raw: list[str]) -> int:
     options, command = raw[:cut], raw[cut + 1 :]
     import importlib.metadata
 
+    from acp_conformance._extras import require_suite
+
+    require_suite(f"acp-conformance {role}")
     import pytest
 
     args = [f"--acp-{role}={shlex.join(command)}", *options]
@@ -152,7 +155,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(raw: list[str]) -> int:
     if raw[:1] in (["agent"], ["client"]):
-        return _certify(raw[0], raw[1:])
+        try:
+            return _certify(raw[0], raw[1:])
+        except ConfigurationError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     if raw[:1] in (["proxy"], ["check"]):
         # One implementation, two names: the proxy and the offline judge are the scenario CLI's
         # (argparse cannot hand a subcommand's options, or the proxy's ``-- COMMAND`` tail, through

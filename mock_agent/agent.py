@@ -389,9 +389,7 @@ class MockAgent:
                 await turn.done.wait()
 
     # ------------------------------------------------------------------ helpers
-    def _guarded(
-        self, method: str, fn: Callable[[Request], Awaitable[Any]]
-    ) -> Callable[[Request], Awaitable[Any]]:
+    def _guarded(self, method: str, fn: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Any]]:
         """Turn unexpected exceptions into -32603 and self-check results."""
 
         async def handler(req: Request) -> Any:
@@ -451,9 +449,7 @@ class MockAgent:
     def _absolute_cwd(self, params: Json, method: str) -> str:
         cwd = self._string(params, "cwd", method)
         if not os.path.isabs(cwd):
-            raise HandlerError(
-                ErrorCode.INVALID_PARAMS, _short(f"{method}: cwd must be an absolute path, got {cwd!r}")
-            )
+            raise HandlerError(ErrorCode.INVALID_PARAMS, _short(f"{method}: cwd must be an absolute path, got {cwd!r}"))
         return cwd
 
     def _mcp_servers(self, params: Json, method: str, *, required: bool = True) -> list[Any]:
@@ -482,14 +478,10 @@ class MockAgent:
                 )
             for key in ("name", "command") if kind == "stdio" else ("name", "url"):
                 if not isinstance(server.get(key), str):
-                    raise HandlerError(
-                        ErrorCode.INVALID_PARAMS, f"{method}: mcpServers[{i}].{key} must be a string"
-                    )
+                    raise HandlerError(ErrorCode.INVALID_PARAMS, f"{method}: mcpServers[{i}].{key} must be a string")
             for key in ("args", "env", "headers"):
                 if server.get(key) is not None and not isinstance(server.get(key), list):
-                    raise HandlerError(
-                        ErrorCode.INVALID_PARAMS, f"{method}: mcpServers[{i}].{key} must be an array"
-                    )
+                    raise HandlerError(ErrorCode.INVALID_PARAMS, f"{method}: mcpServers[{i}].{key} must be an array")
         return servers
 
     def unknown_session(self, session_id: Any, code: int = ErrorCode.RESOURCE_NOT_FOUND) -> HandlerError:
@@ -658,9 +650,7 @@ class MockAgent:
         session_id = self._string(params, "sessionId", "session/load")
         cwd = self._absolute_cwd(params, "session/load")
         if "mcpServers" not in params:
-            raise HandlerError(
-                ErrorCode.INVALID_PARAMS, "session/load: mcpServers is required (may be empty)"
-            )
+            raise HandlerError(ErrorCode.INVALID_PARAMS, "session/load: mcpServers is required (may be empty)")
         servers = self._mcp_servers(params, "session/load")
         session = self.sessions.get(session_id)
         if session is None:
@@ -740,9 +730,7 @@ class MockAgent:
         session = self.find_session(params, "session/set_mode", ErrorCode.INVALID_PARAMS)
         mode_id = self._string(params, "modeId", "session/set_mode")
         if mode_id not in {m[0] for m in self.MODES}:
-            raise HandlerError(
-                ErrorCode.INVALID_PARAMS, _short(f"session/set_mode: unknown modeId {mode_id!r}")
-            )
+            raise HandlerError(ErrorCode.INVALID_PARAMS, _short(f"session/set_mode: unknown modeId {mode_id!r}"))
         session.mode_id = mode_id
         await self.send_update(session.id, self.mode_update(session))
         await self.send_update(session.id, self.config_option_update(session))
@@ -825,9 +813,7 @@ class MockAgent:
             why = "the turn was cancelled" if turn is not None and turn.cancelled else f"{timeout:g} s passed"
             log.info("no answer to %s (id %r): %s; withdrawing it", method, rid, why)
             try:
-                await self.peer.notify(
-                    "$/cancel_request", {"requestId": rid}, validate=self.validate_outbound
-                )
+                await self.peer.notify("$/cancel_request", {"requestId": rid}, validate=self.validate_outbound)
             except LocalProtocolError:
                 pass
         return response
@@ -869,9 +855,7 @@ class MockAgent:
     # -------------------------------------------------------------- prompt
     def _check_prompt(self, prompt: Any) -> list[Json]:
         if not isinstance(prompt, list):
-            raise HandlerError(
-                ErrorCode.INVALID_PARAMS, "session/prompt: prompt must be an array of content blocks"
-            )
+            raise HandlerError(ErrorCode.INVALID_PARAMS, "session/prompt: prompt must be an array of content blocks")
         for i, block in enumerate(prompt):
             where = f"session/prompt: prompt[{i}]"
             if not isinstance(block, dict):
@@ -1074,9 +1058,7 @@ class MockAgent:
         return END_TURN
 
     async def _say(self, turn: Turn, text: str) -> None:
-        await self.emit(
-            turn, self.message_chunk("agent_message_chunk", text, turn.session.next_message_id("agent"))
-        )
+        await self.emit(turn, self.message_chunk("agent_message_chunk", text, turn.session.next_message_id("agent")))
 
     async def turn_refuse(self, turn: Turn) -> str:
         await self._say(turn, "I can't help with that.")
@@ -1120,9 +1102,7 @@ class MockAgent:
             "rawInput": {"path": path, "content": PROBE_CONTENT},
         }
 
-    def tool_update(
-        self, tool_call_id: str, status: str, content: list[Json] | None = None, **extra: Any
-    ) -> Json:
+    def tool_update(self, tool_call_id: str, status: str, content: list[Json] | None = None, **extra: Any) -> Json:
         update: Json = {"sessionUpdate": "tool_call_update", "toolCallId": tool_call_id, "status": status}
         if content is not None:
             update["content"] = content

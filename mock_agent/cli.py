@@ -51,9 +51,7 @@ def build_parser(prog: str = "python -m mock_agent") -> argparse.ArgumentParser:
         choices=LOG_LEVELS,
         help="stderr log level (default: %(default)s)",
     )
-    parser.add_argument(
-        "--name", default=AGENT_NAME, help="agentInfo.name to announce (default: %(default)s)"
-    )
+    parser.add_argument("--name", default=AGENT_NAME, help="agentInfo.name to announce (default: %(default)s)")
     parser.add_argument(
         "--require-auth",
         action="store_true",
@@ -105,7 +103,14 @@ def main(argv: Sequence[str] | None = None, *, agent_cls: type[MockAgent] = Mock
         agent = agent_cls(name=args.name, validator=validator, require_auth=args.require_auth)
     else:
         # Only now the scenario machinery (pydantic, yaml) is imported: plain start-up stays lean.
-        from acp_conformance.errors import ScenarioError
+        from acp_conformance._extras import require_suite
+        from acp_conformance.errors import ConfigurationError, ScenarioError
+
+        try:
+            require_suite("--scenario", ("pydantic", "faker"))
+        except ConfigurationError as exc:
+            print(f"mock-agent: {exc}", file=sys.stderr)
+            return 2
         from mock_agent.scenario_agent import make_scenario_agent
 
         try:

@@ -101,9 +101,7 @@ def build_parser(prog: str = "python -m mock_client") -> argparse.ArgumentParser
     parser.add_argument("--report", metavar="FILE", help="write a JSON account of the run to FILE")
     parser.add_argument("--validate", action="store_true", help="validate the agent's frames against the schema")
     parser.add_argument("--quiet", action="store_true", help="print nothing on stdout")
-    parser.add_argument(
-        "--log-level", default="warning", type=str.lower, choices=("debug", "info", "warning", "error")
-    )
+    parser.add_argument("--log-level", default="warning", type=str.lower, choices=("debug", "info", "warning", "error"))
     return parser
 
 
@@ -155,7 +153,14 @@ def main(argv: Sequence[str] | None = None, *, client_cls: type[MockClient] = Mo
 def _play_scenario(args: argparse.Namespace) -> int:
     """``--scenario FILE``: the scenario engine plays the client (same runner and verdict as
     ``python -m acp_conformance.scenario run``), so one file format drives either mock."""
-    from acp_conformance.errors import ScenarioError
+    from acp_conformance._extras import require_suite
+    from acp_conformance.errors import ConfigurationError, ScenarioError
+
+    try:
+        require_suite("--scenario", ("pydantic", "faker"))
+    except ConfigurationError as exc:
+        print(f"mock-client: {exc}", file=sys.stderr)
+        return 2
     from acp_conformance.scenario.cli import print_verdict
     from acp_conformance.scenario.runner import run_scenario_file
 

@@ -153,8 +153,9 @@ class MockClient:
     def _terminal_handler(self, name: str) -> Any:
         async def handler(req: Request) -> Any:
             if not self.options.capabilities.terminal:
-                self.peer.flag("term.gated", f"agent called {req.method} although terminal was not advertised",
-                               about=req)
+                self.peer.flag(
+                    "term.gated", f"agent called {req.method} although terminal was not advertised", about=req
+                )
                 raise HandlerError(ErrorCode.METHOD_NOT_FOUND, f"{req.method} is not supported by this client")
             params = req.params if isinstance(req.params, dict) else {}
             return await self.terminal_call(name, params)
@@ -209,8 +210,10 @@ class MockClient:
         self.report["initialize"] = self.endpoint.init_result
         version = self.endpoint.init_result.get("protocolVersion")
         if version != SUPPORTED_VERSION:
-            self.fail(f"the agent answered protocol version {version!r}; this client supports only "
-                      f"{SUPPORTED_VERSION}: disconnecting")
+            self.fail(
+                f"the agent answered protocol version {version!r}; this client supports only "
+                f"{SUPPORTED_VERSION}: disconnecting"
+            )
             return False
         return True
 
@@ -335,8 +338,9 @@ class MockClient:
         if self._endpoint is not None:
             self.report["permissions"] = [
                 {
-                    "options": [o.get("optionId") for o in (c.request.params or {}).get("options", [])
-                                if isinstance(o, dict)],
+                    "options": [
+                        o.get("optionId") for o in (c.request.params or {}).get("options", []) if isinstance(o, dict)
+                    ],
                     "outcome": c.outcome,
                 }
                 for c in self._endpoint.permission_calls
@@ -353,4 +357,3 @@ def _version() -> str:
     from acp_conformance import __version__
 
     return __version__
-

@@ -19,6 +19,7 @@ PKG = ROOT / "acp_conformance"
 LAYERS: list[tuple[str, int]] = [
     ("acp_conformance._util", 0),
     ("acp_conformance._proctree", 0),
+    ("acp_conformance._extras", 0),
     ("acp_conformance._watchdog", 0),
     ("acp_conformance.errors", 0),
     ("acp_conformance.redaction", 0),

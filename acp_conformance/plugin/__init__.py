@@ -8,7 +8,7 @@
 * ``reporter``: the results shipped from workers, the reports written on the controller;
 * ``bindings``: which clauses the bundled suites check, read from their markers.
 
-Registered through the ``pytest11`` entry point, so ``pip install acp-conformance`` is all it
+Registered through the ``pytest11`` entry point, so ``pip install "acp-conformance[suite]"`` is all it
 takes for ``pytest --acp-agent="<command>"`` to collect the bundled agent suite from any
 directory.  Without ``--acp-agent`` / ``--acp-client`` the plugin stays out of the way: it
 registers its options and marker and imports nothing heavier than pytest.
@@ -44,6 +44,13 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("give either --acp-agent or --acp-client, not both")
     if not agent and not client:
         return
+    from acp_conformance._extras import require_suite
+    from acp_conformance.errors import ConfigurationError
+
+    try:
+        require_suite("the conformance suite")
+    except ConfigurationError as exc:
+        raise pytest.UsageError(str(exc)) from None
     # The bundled suite's old marker name, registered only when the suite runs.
     config.addinivalue_line("markers", "clause(*ids): alias of acp_clause inside the bundled suite")
     from acp_conformance.plugin.bindings import suite_dir

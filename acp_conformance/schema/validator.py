@@ -90,9 +90,13 @@ class SchemaValidator:
 
     def _explain(self, name: str, instance: Any) -> SchemaIssue:
         # Imported here: python-jsonschema costs ~100 ms to import and is
-        # only needed once something is already wrong.
-        from jsonschema import Draft202012Validator
-        from jsonschema.exceptions import relevance
+        # only needed once something is already wrong.  A mocks-only install (no `suite`
+        # extra) has none: the Rust validator's own message then, as when the two disagree.
+        try:
+            from jsonschema import Draft202012Validator
+            from jsonschema.exceptions import relevance
+        except ImportError:
+            return self._rust_issue(name, instance)
 
         explainer = self._explainers.get(name)
         if explainer is None:
@@ -101,11 +105,17 @@ class SchemaValidator:
         errors = list(explainer.iter_errors(instance))
         err = _descend(max(errors, key=relevance)) if errors else None
         if err is None:  # the two validators disagree: report the Rust verdict
-            rs_err = next(iter(self._validator(name).iter_errors(instance)), None)
-            msg = rs_err.message if rs_err is not None else "invalid"
-            return SchemaIssue(name, "", msg)
+            return self._rust_issue(name, instance)
         path = "/" + "/".join(str(p) for p in err.absolute_path)
         return SchemaIssue(name, path if path != "/" else "", _shorten(err.message))
+
+    def _rust_issue(self, name: str, instance: Any) -> SchemaIssue:
+        """The Rust validator's first error: its path and message as they are."""
+        rs_err = next(iter(self._validator(name).iter_errors(instance)), None)
+        if rs_err is None:
+            return SchemaIssue(name, "", "invalid")
+        path = "".join(f"/{p}" for p in rs_err.instance_path)
+        return SchemaIssue(name, path, _shorten(rs_err.message))
 
     def check_request(self, method: str, params: Any, has_params: bool, sender: Role) -> list[SchemaIssue]:
         spec = self.methods.get(method)

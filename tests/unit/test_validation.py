@@ -271,3 +271,18 @@ def test_an_initialize_result_for_a_later_version_is_not_judged_by_the_v1_schema
     assert [i.path for i in schema_validator.check_result("initialize", as_v1)] == ["/authMethods/0"]
     # Not a version at all: still judged.
     assert schema_validator.check_result("initialize", {**v2_shaped, "protocolVersion": 70000})
+
+
+def test_without_python_jsonschema_the_rust_error_names_the_path(
+    schema_validator: SchemaValidator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mocks-only install has no python-jsonschema (the `suite` extra): an invalid frame is still
+    explained, by jsonschema-rs, with the path that decides its clause."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # `import jsonschema` raises ImportError
+    fresh = SchemaValidator(schema_validator._schema)
+    result = {"protocolVersion": 1, "agentCapabilities": {}, "agentInfo": {"name": "x"}}
+    issues = fresh.validate("InitializeResponse", result)
+    assert len(issues) == 1 and issues[0].path == "/agentInfo" and issues[0].message
+    assert clause_for(issues[0], result) == "init.implementation.shape"
