@@ -12,9 +12,10 @@ Enable them in a ``conftest.py``::
   returns what happened, the violations it saw included; ``run.raise_for_violations()`` turns
   them into a test failure.
 
-Both run the mocks as commands, the way a user would, so nothing here depends on the mocks'
-internals (and the suite's rule holds: ``acp_conformance`` never imports them). Every run has a
-deadline, and its processes end with it.
+The mock fixtures run the mocks as commands, the way a user would, so nothing here depends on the
+mocks' internals (and the suite's rule holds: ``acp_conformance`` never imports them); the
+reference agent *in-process* is ``mock_agent.fixtures.acp_inprocess_agent``, the mocks' own
+plugin. Every run has a deadline, and its processes end with it (even when the test run is killed).
 """
 
 from __future__ import annotations
