@@ -8,6 +8,6 @@ are ``acp_conformance.client.ClientEndpoint`` (the client role),
 for valid, unusual and broken ACP frames, to fuzz any implementation).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = ["__version__"]
