@@ -18,11 +18,10 @@ pipe only the owner holds:
 End of file on the pipe means the owner is gone (exited, or killed with any signal: the kernel
 closes its descriptors either way).  The spawn leaders then get two seconds to exit by themselves
 (their stdin reached EOF too, and a conforming peer exits on it); after that the watchdog kills,
-with SIGKILL, every process whose
-environment carries a tag with the owner prefix (a spawn the owner never got to register
-included), everything in the process group or session of a spawn still registered (born no
-earlier than its leader: a pid is not reused while a group or session holds it), and all their
-descendants; it looks again until nothing is left (bounded), and exits.  After a normal exit the
+with SIGKILL, every process whose environment carries a tag with the owner prefix (a spawn the
+owner never got to register included), everything in the process group or session of a spawn
+still registered (born no earlier than its leader: a pid is not reused while a group or session
+holds it), and all their descendants; it looks again until nothing is left (bounded), and exits.  After a normal exit the
 owner's teardown has left nothing, and the watchdog exits at once.
 
 Not covered: a descendant that cleared its environment and left its spawn's group and session
