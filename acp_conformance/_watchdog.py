@@ -21,8 +21,8 @@ closes its descriptors either way).  The spawn leaders then get two seconds to e
 with SIGKILL, every process whose environment carries a tag with the owner prefix (a spawn the
 owner never got to register included), everything in the process group or session of a spawn
 still registered (born no earlier than its leader: a pid is not reused while a group or session
-holds it), and all their descendants; it looks again until nothing is left (bounded), and exits.  After a normal exit the
-owner's teardown has left nothing, and the watchdog exits at once.
+holds it), and all their descendants; it looks again until nothing is left (bounded), and exits.
+After a normal exit the owner's teardown has left nothing, and the watchdog exits at once.
 
 Not covered: a descendant that cleared its environment and left its spawn's group and session
 before the owner died (the owner's own teardown catches most of those while it lives; see
