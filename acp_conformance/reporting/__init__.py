@@ -266,6 +266,14 @@ class RunResults:
 def verdict_line(v: dict[str, Any]) -> str:
     """The verdict line of a report's ``verdict`` (JSON): one wording for the terminal, the
     Markdown and the HTML, also when re-rendered from a saved report."""
+    if v.get("interrupted"):
+        failed = v["failed_mandatory"]
+        fails = f"{len(failed)} FAIL ({', '.join(failed)})" if failed else "no FAIL"
+        return (
+            f"INTERRUPTED after {v['tests']} tests: {len(v['judged'])} clauses judged, {fails}, "
+            f"{len(v['warnings'])} WARN, {len(v['info'])} INFO (selection: {v['selection']}); "
+            "no conformance verdict from a run that did not finish"
+        )
     if v.get("scope") == "selected":
         head = (
             "SELECTED CLAUSES: all PASS"
@@ -275,14 +283,6 @@ def verdict_line(v: dict[str, Any]) -> str:
             else "SELECTED CLAUSES: nothing judged"
         )
         selected = v.get("selected") or []
-        if v.get("interrupted"):
-            failed = v["failed_mandatory"]
-            fails = f"{len(failed)} FAIL ({', '.join(failed)})" if failed else "no FAIL"
-            return (
-                f"INTERRUPTED after {v['tests']} tests: {len(v['judged'])} clauses judged, {fails}, "
-                f"{len(v['warnings'])} WARN, {len(v['info'])} INFO (selection: {v['selection']}); "
-                "no conformance verdict from a run that did not finish"
-            )
         return (
             f"{head} ({len(v['judged'])}{f' of {len(selected)} selected' if selected else ''} "
             f"clauses judged, {len(v['warnings'])} WARN, {len(v['info'])} INFO; "
