@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from acp_conformance.checks.wire import WIRE_CHECKS, Frames
+from acp_conformance.checks.wire import CLIENT_WIRE_CHECKS, WIRE_CHECKS, Frames, wire_checks
 from acp_conformance.clauses import registry
 from acp_conformance.results import ClauseResult, Status, breach_status
 from acp_conformance.transcript import Entry, Transcript, redactor
@@ -73,9 +73,16 @@ def _implementation_info(entries: list[Entry]) -> bool:
     return False
 
 
+def _wire_roles(clause_id: str) -> tuple[str, ...]:
+    """The roles a wire check judges ``clause_id`` for: the tables it is in."""
+    return tuple(role for role in ("agent", "client") if clause_id in wire_checks(role))
+
+
 def _wire(clause_id: str) -> Predicate:
-    """Exercised as the wire check of ``clause_id`` says (judged on the inbound frames alone)."""
-    return lambda entries: WIRE_CHECKS[clause_id](Frames(entries))[0]
+    """Exercised as a wire check of ``clause_id`` says (judged on the inbound frames alone);
+    passive_results asks the check of the peer's own role, this is for callers without one."""
+    check = WIRE_CHECKS.get(clause_id) or CLIENT_WIRE_CHECKS[clause_id]
+    return lambda entries: check(Frames(entries))[0]
 
 
 #: clause id -> (roles of the peer it is judged for, "was it exercised?")
@@ -93,9 +100,13 @@ PASSIVE_CLAUSES: dict[str, tuple[tuple[str, ...], Predicate]] = {
     "jsonrpc.no-duplicate-response": (("agent", "client"), _any_response),
     "jsonrpc.every-request-answered": (("agent", "client"), _any_response),
     "jsonrpc.error-object": (("agent", "client"), _any_error),
+    "error.codes": (("agent", "client"), _any_error),
     "schema.valid": (("agent", "client"), _any_frame),
     # The schema's Implementation object, charged to its own clause (schema.validator.clause_for).
     "init.implementation.shape": (("agent", "client"), _implementation_info),
+    # Every frame is validated against the v1 schema, the version the suite agrees on; v2-only
+    # vocabulary is charged here (schema.validator.clause_for, schema.rules.judge_frame).
+    "init.version.agree": (("agent", "client"), _any_frame),
     # Peer.validate_inbound: a method neither in the pinned schema nor _-prefixed.
     "ext.method.underscore": (("agent", "client"), _any_method),
     "update.discriminator": (("agent",), _updates_of()),
@@ -114,13 +125,13 @@ PASSIVE_CLAUSES: dict[str, tuple[tuple[str, ...], Predicate]] = {
     "fs.write.shape": (("agent",), _inbound_method("fs/write_text_file")),
     "term.create.shape": (("agent",), _inbound_method("terminal/create")),
     # Envelope findings of the core (params not an object, a reused id; a null or fractional id).
-    "jsonrpc.request-shape": (("agent",), _any_request),
+    "jsonrpc.request-shape": (("agent", "client"), _any_request),
     "jsonrpc.id-not-null": (("agent",), _any_request),
     # Shapes the validator charges to their own clause (validation.clause_for).
     "update.notice.shape": (("agent",), _updates_of("notice")),
     "update.compaction.shape": (("agent",), _updates_of("compaction_update", "compaction_summary_chunk")),
     # Judged by checks.wire on every transcript as well.
-    **{clause_id: (("agent",), _wire(clause_id)) for clause_id in WIRE_CHECKS},
+    **{clause_id: (_wire_roles(clause_id), _wire(clause_id)) for clause_id in {**WIRE_CHECKS, **CLIENT_WIRE_CHECKS}},
 }
 
 
@@ -177,10 +188,8 @@ def passive_results(
     inbound = [e for e in transcript.entries if e.direction == "in"]
     frames = Frames(inbound, [e for e in transcript.entries if e.direction == "out"])
     wire_exercised: dict[str, bool] = {}
-    for clause_id, check in WIRE_CHECKS.items():
-        roles, _ = PASSIVE_CLAUSES[clause_id]
-        if peer_role not in roles:
-            continue
+    checks = wire_checks(peer_role)
+    for clause_id, check in checks.items():
         touched, findings = check(frames)
         wire_exercised[clause_id] = touched
         for finding in findings:
@@ -206,6 +215,6 @@ def passive_results(
     for clause_id, (roles, exercised) in PASSIVE_CLAUSES.items():
         if clause_id in failed or peer_role not in roles or clause_id not in reg:
             continue
-        if wire_exercised.get(clause_id, False) if clause_id in WIRE_CHECKS else exercised(inbound):
+        if wire_exercised.get(clause_id, False) if clause_id in checks else exercised(inbound):
             out.append(ClauseResult(clause_id, Status.PASS, f"{len(inbound)} inbound frame(s) checked"))
     return out

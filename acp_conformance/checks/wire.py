@@ -1,4 +1,4 @@
-"""Clause checks judged on every frame the agent sent, like schema validation.
+"""Clause checks judged on every frame the peer sent, like schema validation.
 
 Schema validation (``schema.valid`` and the per-update shape clauses) says
 *that* a frame is wrong; these checks say *which* requirement it breaks, by
@@ -7,8 +7,11 @@ capability gating of update kinds, update kinds that only the unstable
 schema defines, and ``$/cancel_request`` naming a request of the sender.
 
 Each check is a plain function over the frames of one transcript (inbound:
-what the agent sent; outbound: what we sent) returning whether the clause
-was exercised and the findings.  No I/O: the same functions judge a live
+what the peer sent; outbound: what we sent) returning whether the clause
+was exercised and the findings.  ``WIRE_CHECKS`` judges an agent's frames,
+``CLIENT_WIRE_CHECKS`` a client's; a rule both roles obey (a content block's
+shape, a ``$/cancel_request`` naming the sender's own request) is one function
+in both tables, fed what that role sends.  No I/O: the same functions judge a live
 test, a recorded session, or a saved transcript.
 
 Every constant below is read off the pinned stable schema
@@ -29,6 +32,7 @@ from acp_conformance.core.ids import id_key
 from acp_conformance.transcript import Entry
 
 __all__ = [
+    "CLIENT_WIRE_CHECKS",
     "CONTENT_BLOCK_FIELDS",
     "TOOL_CALL_STATUSES",
     "TOOL_KINDS",
@@ -38,6 +42,7 @@ __all__ = [
     "Frames",
     "WireCheck",
     "is_base64",
+    "wire_checks",
 ]
 
 #: ``ToolKind`` (its ten ``const`` values; no custom/future escape in the schema).
@@ -254,9 +259,25 @@ def _block_problem(block: Any) -> str | None:
     return None
 
 
+def _prompt_blocks(frames: Frames) -> Iterator[tuple[Entry, str, Any]]:
+    """Every ContentBlock a client sent: the items of its ``session/prompt`` requests (a
+    non-list ``prompt`` is the schema's and prompt.params' business)."""
+    for e, params in frames.requests("session/prompt"):
+        for n, block in enumerate(_items(params.get("prompt"))):
+            yield e, f"session/prompt prompt[{n}]", block
+
+
 def check_content_blocks(frames: Frames) -> tuple[bool, list[Finding]]:
+    return _judge_blocks(_content_blocks(frames))
+
+
+def check_prompt_blocks(frames: Frames) -> tuple[bool, list[Finding]]:
+    return _judge_blocks(_prompt_blocks(frames))
+
+
+def _judge_blocks(blocks: Iterator[tuple[Entry, str, Any]]) -> tuple[bool, list[Finding]]:
     seen, out = False, []
-    for e, where, block in _content_blocks(frames):
+    for e, where, block in blocks:
         seen = True
         problem = _block_problem(block)
         if problem:
@@ -416,3 +437,14 @@ WIRE_CHECKS: dict[str, WireCheck] = {
     "config.shape": check_config_options,
     "cancelreq.shape": check_cancel_request_target,
 }
+
+#: clause id -> check (client role: the frames a client sent, against what the suite's agent sent).
+CLIENT_WIRE_CHECKS: dict[str, WireCheck] = {
+    "content.block.shapes": check_prompt_blocks,
+    "cancelreq.shape": check_cancel_request_target,
+}
+
+
+def wire_checks(role: str) -> dict[str, WireCheck]:
+    """The wire checks that judge a peer playing ``role``."""
+    return CLIENT_WIRE_CHECKS if role == "client" else WIRE_CHECKS

@@ -130,7 +130,7 @@ class Connection:
     def _idless(self, msg: dict[str, Any], v: Violation) -> Violation:
         """An answer with no ``id`` member: which rule it breaks.
 
-        It answers one of our notifications (``jsonrpc.notification-no-response``) when it names
+        It answers one of our notifications (``jsonrpc.answered_notification_clause``) when it names
         one (its error data or message holds the method of a notification we sent), or when
         nothing else of ours can be answered without an id: we never wrote a malformed frame (an
         unreadable id may be answered with a null one) and every request of ours has been answered
@@ -159,7 +159,7 @@ class Connection:
             return v
         kind = "an error" if "error" in msg else "a result"
         return Violation(
-            "jsonrpc.notification-no-response",
+            jsonrpc.answered_notification_clause(named[0] if named else None),
             f"{kind} without an id answering a notification ({why}): notifications are never answered",
             v.severity,
             v.raw,

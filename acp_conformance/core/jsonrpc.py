@@ -227,14 +227,28 @@ def classify(msg: Any, raw: bytes = b"") -> tuple[str | None, list[Violation]]:
     return "response", problems
 
 
+def answered_notification_clause(method: str | None) -> str:
+    """The clause an answer to the notification ``method`` breaks: ``session/cancel`` has its own
+    (cancel.is-notification names it), any other notification the JSON-RPC rule.  One defect, one
+    clause, whoever judges it (the notification tests, the fuzz campaigns)."""
+    return "cancel.is-notification" if method == "session/cancel" else "jsonrpc.notification-no-response"
+
+
+#: The clause an error object's ``code`` is judged on (the schema's ErrorCode: an integer);
+#: the object itself and its ``message`` are ``jsonrpc.error-object``'s.
+ERROR_CODE_CLAUSE = "error.codes"
+
+
 def check_error_object(err: Any, raw: bytes = b"") -> list[Violation]:
     """An error object has an integer ``code`` and a string ``message``."""
     if not isinstance(err, dict):
         return [Violation("jsonrpc.error-object", f"error is {type(err).__name__}, not an object", raw=raw)]
     out = []
     code = err.get("code")
-    if not (isinstance(code, int) and not isinstance(code, bool)):
-        out.append(Violation("jsonrpc.error-object", f"error.code is {code!r}, not an integer", raw=raw))
+    if "code" not in err:
+        out.append(Violation(ERROR_CODE_CLAUSE, "error object has no code", raw=raw))
+    elif not (isinstance(code, int) and not isinstance(code, bool)):
+        out.append(Violation(ERROR_CODE_CLAUSE, f"error.code is {code!r}, not an integer", raw=raw))
     if not isinstance(err.get("message"), str):
         out.append(
             Violation(

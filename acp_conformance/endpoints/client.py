@@ -62,16 +62,21 @@ class ClientCapabilities:
     terminal: bool = True
     elicitation_form: bool = False
     extra: dict[str, Any] | None = None
+    #: Leave the false flags out (``fs: {}``, no ``terminal``) instead of sending ``false``: the
+    #: schema's defaults, which an agent must read as unsupported (cap.client.fs-defaults).
+    flags_omitted: bool = False
 
     @classmethod
     def none(cls) -> ClientCapabilities:
         return cls(fs_read=False, fs_write=False, terminal=False)
 
     def to_wire(self) -> dict[str, Any]:
-        caps: dict[str, Any] = {
-            "fs": {"readTextFile": self.fs_read, "writeTextFile": self.fs_write},
-            "terminal": self.terminal,
-        }
+        fs = {"readTextFile": self.fs_read, "writeTextFile": self.fs_write}
+        caps: dict[str, Any] = {"fs": fs, "terminal": self.terminal}
+        if self.flags_omitted:
+            caps = {"fs": {k: v for k, v in fs.items() if v}}
+            if self.terminal:
+                caps["terminal"] = True
         if self.elicitation_form:
             caps["elicitation"] = {"form": {}}
         if self.extra:
@@ -412,6 +417,9 @@ class ClientEndpoint:
 
     # -------------------------------------------------------------------- fs
     def _gate(self, req: Request, allowed: bool, clause: str, what: str) -> None:
+        if not allowed and self.capabilities.flags_omitted:
+            # Not advertised by leaving the flag out: the default (false) is the clause broken.
+            clause, what = "cap.client.fs-defaults", f"{what} (omitted: false by default)"
         if not allowed:
             self.peer.flag(clause, f"agent called {req.method} although the client did not advertise {what}", about=req)
             raise HandlerError(

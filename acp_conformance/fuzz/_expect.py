@@ -8,7 +8,7 @@ share, live here, so those modules need not import each other for them.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import orjson
@@ -147,6 +147,12 @@ class Frame:
     def writes(self) -> tuple[bytes, ...]:
         """The writes that deliver ``data``."""
         return self.chunks or (self.data,)
+
+    def __post_init__(self) -> None:
+        if self.expect.clause == "jsonrpc.notification-no-response" and self.kind == "notification":
+            # An answer to session/cancel is judged on the clause that names it.
+            clause = jsonrpc.answered_notification_clause(self.method)
+            object.__setattr__(self, "expect", replace(self.expect, clause=clause))
 
     @property
     def has_id(self) -> bool:

@@ -34,13 +34,18 @@ def judge_frame(
     """
     if validator is None:
         return []
-    from acp_conformance.schema.validator import clause_for
+    from acp_conformance.schema.validator import (
+        V2_ONLY_METHODS,
+        VERSION_AGREE_CLAUSE,
+        clause_for,
+        error_clause_for,
+    )
 
     out: list[tuple[str, str]] = []
     if isinstance(ev, Response):
         if ev.is_error:
             out += [
-                ("jsonrpc.error-object", f"error object: {i.message} at {i.path or '/'}")
+                (error_clause_for(i), f"error object: {i.message} at {i.path or '/'}")
                 for i in validator.check_error(ev.error)
             ]
         elif ev.method is not None:
@@ -53,6 +58,9 @@ def judge_frame(
     if method.startswith("_"):
         return []
     spec = validator.spec(method)
+    if spec is None and method in V2_ONLY_METHODS:
+        what = f"{method!r} is a method of ACP v2 only, sent on a connection that agreed on protocol version 1"
+        return _violations([(VERSION_AGREE_CLAUSE, what)], ev)
     if spec is None:
         return _violations(
             [

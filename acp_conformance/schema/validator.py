@@ -21,6 +21,7 @@ from typing import Any, Literal
 import jsonschema_rs
 
 from acp_conformance.core.connection import Role
+from acp_conformance.core.jsonrpc import ERROR_CODE_CLAUSE
 
 __all__ = ["MethodSpec", "SchemaIssue", "SchemaValidator"]
 
@@ -260,6 +261,25 @@ _UPDATE_CLAUSES = {
     "compaction_summary_chunk": "update.compaction.shape",
 }
 
+#: The clause v2 vocabulary breaks on a connection validated as v1 (the version agreed on).
+VERSION_AGREE_CLAUSE = "init.version.agree"
+#: ``SessionUpdate`` kinds only the pinned SDK's v2 schema defines (``plan_update`` is in the v1
+#: unstable schema too: update.no-unstable-variants judges it); re-derived from the schema files
+#: in tests/unit/test_validation.py.
+V2_ONLY_UPDATES = frozenset(
+    {
+        "agent_message",
+        "agent_thought",
+        "state_update",
+        "terminal_output_chunk",
+        "terminal_update",
+        "tool_call_content_chunk",
+        "user_message",
+    }
+)
+#: Methods only the v2 schema defines (all of them sent by clients).
+V2_ONLY_METHODS = frozenset({"auth/login", "auth/logout", "terminal/cancel", "tool_call/cancel"})
+
 _DEFINITION_CLAUSES = {
     "RequestPermissionRequest": "perm.request.shape",
     "RequestPermissionResponse": "perm.response.shape",
@@ -293,6 +313,8 @@ def clause_for(issue: SchemaIssue, instance: Any) -> str:
         update = instance.get("update") if isinstance(instance, dict) else None
         kind = update.get("sessionUpdate") if isinstance(update, dict) else None
         if issue.path.startswith("/update"):
+            if kind in V2_ONLY_UPDATES:
+                return VERSION_AGREE_CLAUSE  # v2 vocabulary on a connection that agreed on v1
             if kind in _UPDATE_CLAUSES:
                 return _UPDATE_CLAUSES[kind]
             return "update.discriminator"
@@ -305,10 +327,20 @@ def clause_for(issue: SchemaIssue, instance: Any) -> str:
     return _DEFINITION_CLAUSES.get(issue.definition, GENERIC_SCHEMA_CLAUSE)
 
 
+def error_clause_for(issue: SchemaIssue) -> str:
+    """The clause a schema failure of an error object is evidence against: its ``code`` is the
+    core's ``ERROR_CODE_CLAUSE`` (as the core judges it without a schema), the rest the object's."""
+    if issue.path.startswith("/code") or "'code' is a required" in issue.message:
+        return ERROR_CODE_CLAUSE
+    return "jsonrpc.error-object"
+
+
 #: (definition, instance path prefix, text in the message, clause): first match wins.
 _PATH_CLAUSES: list[tuple[str, str, str, str]] = [
-    ("InitializeResponse", "/protocolVersion", "", "init.response.protocol-version"),
+    # A present version of the wrong type or range (ProtocolVersion: uint16); absent is the other clause's.
+    ("InitializeResponse", "/protocolVersion", "", "init.request.protocol-version-type"),
     ("InitializeResponse", "", "'protocolVersion' is a required", "init.response.protocol-version"),
+    ("InitializeRequest", "/protocolVersion", "", "init.request.protocol-version-type"),
     ("InitializeResponse", "/agentCapabilities/sessionCapabilities", "", "cap.object-presence"),
     ("InitializeResponse", "/agentCapabilities/", "", "cap.agent.defaults"),
     ("InitializeResponse", "/agentCapabilities", "", "init.response.capabilities"),

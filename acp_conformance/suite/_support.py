@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
 
 from acp_conformance.endpoints.client import Turn
 from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.plugin.keys import STATE
 from acp_conformance.plugin.outcomes import Inconclusive, NotApplicable
 from acp_conformance.results import Status
 from acp_conformance.scenario.result import ScenarioResult
@@ -69,3 +72,22 @@ def conclude(result: ScenarioResult) -> None:
         not_applicable(result.reason)
     if result.end == "inconclusive":
         inconclusive(result.reason)
+
+
+def draft_defs(request: pytest.FixtureRequest) -> dict[str, Any] | None:
+    """``$defs`` of the unstable schema shipped beside the stable one, if any.
+
+    A field the stable schema lacks but the unstable one defines at the same place (e.g.
+    ``sessionCapabilities.fork``) is the protocol's own name for a draft feature, not custom
+    data: the extensibility page reserves root names *for future protocol versions*, and
+    that is what the unstable schema is.  Such fields are named, never failed.
+    """
+    state = request.config.stash.get(STATE, None)
+    if state is None or state.schema.unstable:
+        return None
+    draft = Path(state.schema.path).with_name("schema.unstable.json")
+    try:
+        defs = json.loads(draft.read_text(encoding="utf-8")).get("$defs")
+    except (OSError, ValueError):
+        return None
+    return defs if isinstance(defs, dict) else None

@@ -123,7 +123,17 @@ class BadErrorObject(_Filtered):
     def mangle(self, msg: dict[str, Any]) -> Any:
         err = msg.get("error")
         if isinstance(err, dict) and err.get("message", "").startswith("method not found: _"):
-            msg["error"] = {"code": "oops", "message": 42}
+            msg["error"] = {"code": -32601, "message": 42}
+        return msg
+
+
+class StringErrorCode(_Filtered):
+    """The right code, as a string: ``"-32601"`` (the schema's ErrorCode is an integer)."""
+
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        err = msg.get("error")
+        if isinstance(err, dict) and err.get("message", "").startswith("method not found: _"):
+            err["code"] = str(err["code"])
         return msg
 
 
@@ -135,7 +145,7 @@ class ResultAndError(_Filtered):
         return msg
 
 
-class AnswersNotifications(MockAgent):
+class AnswersSessionCancel(MockAgent):
     def on_cancel(self, params: Json) -> None:
         super().on_cancel(params)
         self.peer.start_soon(self.peer.send_raw, b'{"jsonrpc":"2.0","id":null,"result":{}}\n')
@@ -143,10 +153,13 @@ class AnswersNotifications(MockAgent):
 
 class AnswersNotificationsWithoutId(MockAgent):
     """zed codex-acp 0.16.0 answers notifications (``$/cancel_request``, unknown ones) with an
-    error that has no id; this one does so for every notification, after handling it."""
+    error that has no id; this one does so for every notification but ``session/cancel`` (whose
+    answer is ``answers-session-cancel``'s clause), after handling it."""
 
     def _on_notification(self, note: Notification) -> None:
         super()._on_notification(note)
+        if note.method == "session/cancel":
+            return
         frame = b'{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found","data":"%s"}}\n'
         self.peer.start_soon(self.peer.send_raw, frame % note.method.encode())
 
@@ -203,6 +216,15 @@ class NoProtocolVersion(MockAgent):
         result = super().initialize_result(params)
         del result["protocolVersion"]
         return result
+
+
+class StringProtocolVersion(MockAgent):
+    """Chooses version 1, as the string ``"1"`` (ProtocolVersion is a JSON integer)."""
+
+    validate_outbound = False
+
+    def negotiate_version(self, requested: Any) -> Any:
+        return "1"
 
 
 class CapabilitiesNotObject(MockAgent):
@@ -364,14 +386,21 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         "fuzzer's oddly framed requests (a BOM first) owe an answer or -32700, and no answer under their id "
         "reads as not parsed",
     ),
-    "duplicate-response": Breakage(DuplicateResponse, "jsonrpc.no-duplicate-response"),
+    "duplicate-response": Breakage(
+        DuplicateResponse,
+        "jsonrpc.no-duplicate-response",
+        also=frozenset({"jsonrpc.survives-invalid-input"}),
+        why_also="it answers the fuzz campaigns' malformed requests twice too (a robustness WARN: input the spec "
+        "forbids us to send)",
+    ),
     "result-for-unknown-methods": Breakage(ResultForUnknownMethods, "jsonrpc.unknown-method"),
     "result-for-unknown-extensions": Breakage(ResultForUnknownExtensions, "ext.request.unknown", status="WARN"),
-    "bad-error-object": Breakage(
-        BadErrorObject,
-        "jsonrpc.error-object",
+    "bad-error-object": Breakage(BadErrorObject, "jsonrpc.error-object"),
+    "string-error-code": Breakage(
+        StringErrorCode,
+        "error.codes",
         also=frozenset({"ext.request.unknown"}),
-        why_also="the malformed error is also not the -32601 an unknown _-request should get (a WARN)",
+        why_also="the string '-32601' is not the integer -32601 an unknown _-request should get (a WARN)",
     ),
     "result-and-error": Breakage(
         ResultAndError,
@@ -379,14 +408,26 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         also=frozenset({"ext.request.unknown"}),
         why_also="a response carrying a result is also not the -32601 error (a WARN)",
     ),
-    "answers-notifications": Breakage(
-        AnswersNotifications,
-        "jsonrpc.notification-no-response",
-        also=frozenset({"jsonrpc.response-id-echo"}),
-        why_also="the stray answer carries an id that matches no request we sent",
+    "answers-session-cancel": Breakage(
+        AnswersSessionCancel,
+        "cancel.is-notification",
+        also=frozenset({"jsonrpc.response-id-echo", "jsonrpc.survives-invalid-input"}),
+        why_also="the stray answer carries an id that matches no request we sent; it answers the fuzz campaigns' "
+        "malformed session/cancel notifications too (a robustness WARN: input the spec forbids us to send)",
     ),
-    "answers-notifications-without-id": Breakage(AnswersNotificationsWithoutId, "jsonrpc.notification-no-response"),
-    "ignores-extension-requests": Breakage(IgnoresExtensionRequests, "jsonrpc.every-request-answered"),
+    "answers-notifications-without-id": Breakage(
+        AnswersNotificationsWithoutId,
+        "jsonrpc.notification-no-response",
+        also=frozenset({"jsonrpc.survives-invalid-input"}),
+        why_also="it answers the fuzz campaigns' malformed notifications too (a robustness WARN: input the spec "
+        "forbids us to send)",
+    ),
+    "ignores-extension-requests": Breakage(
+        IgnoresExtensionRequests,
+        "ext.request.respond",
+        also=frozenset({"jsonrpc.every-request-answered"}),
+        why_also="the unanswered _-requests are waited for in vain, as any unanswered request",
+    ),
     "exits-on-unknown-notification": Breakage(
         ExitsOnUnknownNotification,
         "ext.notification.ignore",
@@ -410,6 +451,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "error-on-unsupported-version": Breakage(ErrorOnUnsupportedVersion, "init.version.latest-otherwise"),
     "answers-version-2": Breakage(AnswersVersion2, "init.version.same-if-supported"),
     "no-protocol-version": Breakage(NoProtocolVersion, "init.response.protocol-version"),
+    "string-protocol-version": Breakage(StringProtocolVersion, "init.request.protocol-version-type"),
     "capabilities-not-object": Breakage(CapabilitiesNotObject, "init.response.capabilities"),
     "non-boolean-capability": Breakage(NonBooleanCapability, "cap.agent.defaults"),
     "session-capability-not-object": Breakage(SessionCapabilityNotObject, "cap.object-presence"),

@@ -213,6 +213,15 @@ class ReadsWhenFsOmitted(MockAgent):
         return super().can_read_files() or not (isinstance(fs, dict) and "readTextFile" in fs)
 
 
+class ReadsWhenFlagOmitted(MockAgent):
+    """Honours ``readTextFile: false`` and an absent ``fs``, but reads ``fs: {}`` as "all of fs"
+    (the flag's schema default is false)."""
+
+    def can_read_files(self) -> bool:
+        fs = self.client_caps.raw.get("fs")
+        return super().can_read_files() or (isinstance(fs, dict) and "readTextFile" not in fs)
+
+
 class WritesWithoutCapability(MockAgent):
     def can_write_files(self) -> bool:
         return True
@@ -364,10 +373,11 @@ class AcceptsUndeclaredImages(MockAgent):
         return caps  # ...and still takes image blocks like the reference does
 
 
-_OMITTED = frozenset({"cap.omitted-unsupported"})
+_OMITTED = frozenset({"cap.omitted-unsupported", "cap.client.fs-defaults"})
 _WHY = (
     "the scenario library's capability-gating turn declares no capabilities at all (clientCapabilities: {}), "
-    "so the same ungated call also takes omitted capabilities for supported"
+    "so the same ungated call also takes omitted capabilities for supported; and the flags-omitted gating cell "
+    "(fs: {}, terminal left out) takes the flags' false defaults for true"
 )
 
 BREAKAGES: dict[str, Breakage[MockAgent]] = {
@@ -420,9 +430,11 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "reads-when-fs-omitted": Breakage(
         ReadsWhenFsOmitted,
         "cap.omitted-unsupported",
-        also=frozenset({"fs.read.gated"}),
-        why_also="reading files the client never offered is also an ungated fs/read_text_file",
+        also=frozenset({"fs.read.gated", "cap.client.fs-defaults"}),
+        why_also="reading files the client never offered is also an ungated fs/read_text_file, and with fs: {} "
+        "it takes the flag's false default for true",
     ),
+    "reads-when-flag-omitted": Breakage(ReadsWhenFlagOmitted, "cap.client.fs-defaults"),
     "writes-without-capability": Breakage(WritesWithoutCapability, "fs.write.gated", also=_OMITTED, why_also=_WHY),
     "terminal-without-capability": Breakage(TerminalWithoutCapability, "term.gated", also=_OMITTED, why_also=_WHY),
     "elicits-without-capability": Breakage(

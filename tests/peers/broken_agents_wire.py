@@ -10,10 +10,14 @@ Merged into ``BREAKAGES`` by ``broken_agents.py`` (run them through it).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from acp_conformance.core import jsonrpc
-from acp_conformance.peer import HandlerError
+from acp_conformance.core.events import Request
+from acp_conformance.errors import PeerError
+from acp_conformance.peer import HandlerError, Peer
 from mock_agent import MockAgent, Session, Turn
 from tests.peers._breakage import Breakage, Json
 
@@ -158,7 +162,68 @@ class CancelledRequestAsInternalError(MockAgent):
 
 _SCHEMA = "the schema rejects the same frame, under {}"
 
+class ConfusesIdSpaces(MockAgent):
+    """Refuses a request whose id equals one of its own pending requests' ids ("id in use"):
+    the mirror of broken_clients.ConfusesIdSpaces."""
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+
+        async def unknown(req: Request) -> Any:
+            if peer.conn.is_outstanding(req.id):
+                raise HandlerError(-32600, f"id {req.id!r} is already in use")
+            raise HandlerError(-32601, f"method not found: {req.method}")
+
+        peer.default_handler = unknown
+
+
+class V2UpdatesAfterV1(_ExtraUpdate):
+    """Agrees on version 1, then speaks v2: a ``state_update`` (claude-agent-acp serves v1 and v2
+    from one router)."""
+
+    def extra(self) -> Json:
+        return {"sessionUpdate": "state_update", "state": "idle"}
+
+
+class ServesNothingWhileWaiting(MockAgent):
+    """Serves one direction at a time: a request from the client waits until every request of
+    its own has been answered (every request is still answered, only late)."""
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+
+        async def idle() -> None:
+            while peer.conn.pending_outgoing:
+                for rid, method in peer.conn.pending_outgoing:
+                    with contextlib.suppress(PeerError):
+                        await peer.wait_response(rid, method=method, flag=False)
+
+        def serial(fn: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Any]]:
+            async def handler(req: Request) -> Any:
+                await idle()
+                return await fn(req)
+
+            return handler
+
+        async def unknown(req: Request) -> Any:
+            raise HandlerError(-32601, f"method not found: {req.method}")
+
+        for method, fn in list(peer.handlers.items()):
+            peer.handlers[method] = serial(fn)
+        peer.default_handler = serial(unknown)
+
+
 BREAKAGES: dict[str, Breakage[MockAgent]] = {
+    "serves-nothing-while-waiting": Breakage(
+        ServesNothingWhileWaiting,
+        "jsonrpc.bidirectional",
+        also=frozenset({"mode.set.anytime", "config.set.anytime", "jsonrpc.every-request-answered"}),
+        why_also="a mode or config change sent during a turn waits for the agent's pending permission request (the "
+        "SHOULDs: changeable at any point); a test that holds that request for its whole deadline waits for its "
+        "other answers in vain",
+    ),
+    "v2-updates-after-v1": Breakage(V2UpdatesAfterV1, "init.version.agree"),
+    "confuses-id-spaces": Breakage(ConfusesIdSpaces, "jsonrpc.id-spaces-independent"),
     "string-params-request": Breakage(StringParamsRequest, "jsonrpc.request-shape"),
     "null-id-request": Breakage(NullIdRequest, "jsonrpc.id-not-null", status="WARN"),
     "sends-notices": Breakage(SendsNotices, "update.notice.gated"),

@@ -106,6 +106,52 @@ class BadErrorObject(FilteredClient):
         return msg
 
 
+class StringErrorCode(FilteredClient):
+    """The right code, as a string: ``"-32601"`` (the schema's ErrorCode is an integer)."""
+
+    def mangle(self, msg: Json) -> Any:
+        if _is_ext_request(msg):
+            msg["error"]["code"] = str(msg["error"]["code"])
+        return msg
+
+
+class MalformedExtensionRequest(MockClient):
+    """Sends a ``_`` request whose params are a string (params must be an object or an array)."""
+
+    async def new_session(self) -> str:
+        await self.peer.send_raw(b'{"jsonrpc":"2.0","id":"acp-broken-1","method":"_acp_broken/log","params":"x"}\n')
+        return await super().new_session()
+
+
+class CancelsForeignRequest(MockClient):
+    """Sends ``$/cancel_request`` naming a request it never sent."""
+
+    async def new_session(self) -> str:
+        frame = b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"acp-never-sent"}}\n'
+        await self.peer.send_raw(frame)
+        return await super().new_session()
+
+
+class V2MethodAfterV1(MockClient):
+    """Agrees on version 1, then sends ``auth/logout``, a method only ACP v2 defines."""
+
+    async def new_session(self) -> str:
+        await self.peer.send_raw(b'{"jsonrpc":"2.0","id":"acp-broken-2","method":"auth/logout","params":{}}\n')
+        return await super().new_session()
+
+
+class CustomRootField(MockClient):
+    """Puts custom data at the root of its ``session/new`` params, not under ``_meta``."""
+
+    def session_params(self) -> Json:
+        return {**super().session_params(), "acpBrokenWorkspace": "main"}
+
+
+class ResourceLinkWithoutName(MockClient):
+    def prompt_blocks(self, text: str) -> list[Json]:
+        return [{"type": "text", "text": text}, {"type": "resource_link", "uri": "file:///tmp/acp-notes.txt"}]
+
+
 class ResultForUnknownRequests(MockClient):
     def install_handlers(self, peer: Peer) -> None:
         super().install_handlers(peer)
@@ -266,6 +312,22 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     ),
     "result-and-error": Breakage(ResultAndError, "jsonrpc.result-xor-error"),
     "bad-error-object": Breakage(BadErrorObject, "jsonrpc.error-object"),
+    "string-error-code": Breakage(
+        StringErrorCode,
+        "error.codes",
+        also=frozenset({"ext.request.unknown", "jsonrpc.unknown-method"}),
+        why_also="the string '-32601' is not the integer -32601 an unknown request must get",
+    ),
+    "malformed-extension-request": Breakage(MalformedExtensionRequest, "jsonrpc.request-shape"),
+    "cancels-foreign-request": Breakage(CancelsForeignRequest, "cancelreq.shape"),
+    "v2-method-after-v1": Breakage(V2MethodAfterV1, "init.version.agree"),
+    "custom-root-field": Breakage(CustomRootField, "ext.no-root-fields"),
+    "resource-link-without-name": Breakage(
+        ResourceLinkWithoutName,
+        "content.block.shapes",
+        also=frozenset({"schema.valid"}),
+        why_also="the schema's ResourceLink requires name too (the schema clause names no block)",
+    ),
     "result-for-unknown-requests": Breakage(
         ResultForUnknownRequests,
         "jsonrpc.unknown-method",

@@ -219,10 +219,7 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     # init
     "extension-request-first": Breakage(ExtensionRequestFirst, "init.first"),
     "version-zero": Breakage(VersionZero, "init.request.protocol-version"),
-    "string-version": Breakage(
-        StringVersion, "init.request.protocol-version-type", also=frozenset({"schema.valid"}),
-        why_also="ProtocolVersion is an integer in the schema",
-    ),
+    "string-version": Breakage(StringVersion, "init.request.protocol-version-type"),
     "claims-fs-but-refuses": Breakage(ClaimsFsButRefuses, "init.request.capabilities"),
     "no-client-info": Breakage(NoClientInfo, "init.request.client-info", status="WARN"),
     "client-info-without-version": Breakage(ClientInfoWithoutVersion, "init.implementation.shape"),

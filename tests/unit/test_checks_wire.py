@@ -192,3 +192,29 @@ def test_passive_results_report_wire_findings_by_clause() -> None:
     assert statuses["update.notice.gated"] is Status.PASS
     assert "tool.kind.enum" not in statuses, "no tool call: not exercised, no PASS"
     assert not [r for r in passive_results(t, "client") if r.clause in wire.WIRE_CHECKS]
+
+
+def test_client_role_judges_the_clients_own_frames() -> None:
+    """The client table: a prompt's content blocks and a client's $/cancel_request, judged on what
+    the client sent; the agent-only checks (updates, tool calls) never judge a client."""
+    good = [{"type": "text", "text": "hi"}, {"type": "resource_link", "uri": "file:///a", "name": "a"}]
+    prompt = entry("in", {"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"prompt": good}})
+    assert judge(wire.check_prompt_blocks, [prompt]) == (True, [])
+    bad = entry(
+        "in",
+        {"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": {"prompt": [{"type": "resource_link"}]}},
+    )
+    assert judge(wire.check_prompt_blocks, [bad])[1] == [
+        "session/prompt prompt[0]: content block (resource_link) lacks the string field(s) uri, name"
+    ]
+    assert judge(wire.check_prompt_blocks, [update("agent_message_chunk", content={"type": "txt"})]) == (False, [])
+    assert set(wire.wire_checks("client")) == {"content.block.shapes", "cancelreq.shape"}
+    assert wire.wire_checks("agent") is wire.WIRE_CHECKS
+
+    t = Transcript()
+    t.add("in", b"{}", bad.message)
+    t.add("in", b"{}", {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "never"}})
+    statuses = {r.clause: r.status for r in passive_results(t, "client")}
+    assert statuses["content.block.shapes"] is Status.FAIL
+    assert statuses["cancelreq.shape"] is Status.FAIL
+    assert "tool.kind.enum" not in statuses and "update.no-unstable-variants" not in statuses

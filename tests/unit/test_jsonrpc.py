@@ -174,21 +174,22 @@ def test_a_response_without_any_id_is_named_as_such() -> None:
 
 
 @pytest.mark.parametrize(
-    ("error", "fragment"),
+    ("error", "fragment", "clause"),
     [
-        (b'"boom"', "not an object"),
-        (b"null", "not an object"),
-        (b'{"code":"-32601","message":"m"}', "error.code"),
-        (b'{"code":true,"message":"m"}', "error.code"),
-        (b'{"code":-32601.5,"message":"m"}', "error.code"),
-        (b'{"message":"m"}', "error.code"),
-        (b'{"code":-32601}', "error.message"),
-        (b'{"code":-32601,"message":7}', "error.message"),
+        (b'"boom"', "not an object", "jsonrpc.error-object"),
+        (b"null", "not an object", "jsonrpc.error-object"),
+        # The code is error.codes' (the schema's ErrorCode), the object and message error-object's.
+        (b'{"code":"-32601","message":"m"}', "error.code", "error.codes"),
+        (b'{"code":true,"message":"m"}', "error.code", "error.codes"),
+        (b'{"code":-32601.5,"message":"m"}', "error.code", "error.codes"),
+        (b'{"message":"m"}', "no code", "error.codes"),
+        (b'{"code":-32601}', "error.message", "jsonrpc.error-object"),
+        (b'{"code":-32601,"message":7}', "error.message", "jsonrpc.error-object"),
     ],
 )
-def test_bad_error_object(error: bytes, fragment: str) -> None:
+def test_bad_error_object(error: bytes, fragment: str, clause: str) -> None:
     out = feed(b'{"jsonrpc":"2.0","id":0,"error":' + error + b"}", outstanding=1)
-    assert clauses(out) == [("jsonrpc.error-object", "error")]
+    assert clauses(out) == [(clause, "error")]
     v = out[0]
     assert isinstance(v, Violation) and fragment in v.message
     (resp,) = messages(out)

@@ -213,6 +213,8 @@ BAD_UPDATES: list[tuple[dict[str, Any], str]] = [
     ({"sessionUpdate": "plan", "entries": [{"content": "x"}]}, "update.plan.shape"),
     ({"sessionUpdate": "current_mode_update"}, "update.current-mode.shape"),
     ({"sessionUpdate": "bogus"}, "update.discriminator"),
+    # v2 vocabulary after a v1 handshake: the version agreed on is not acted on.
+    ({"sessionUpdate": "state_update", "state": "idle"}, "init.version.agree"),
     ({"text": "no discriminator"}, "update.discriminator"),
 ]
 
@@ -286,3 +288,47 @@ def test_without_python_jsonschema_the_rust_error_names_the_path(
     issues = fresh.validate("InitializeResponse", result)
     assert len(issues) == 1 and issues[0].path == "/agentInfo" and issues[0].message
     assert clause_for(issues[0], result) == "init.implementation.shape"
+
+
+def test_v2_vocabulary_matches_the_pinned_sdk_schemas() -> None:
+    """V2_ONLY_UPDATES / V2_ONLY_METHODS are what the SDK's v2 schema adds to v1 (stable and
+    unstable): re-derived here, so an SDK bump that changes them fails here, not silently."""
+    import json
+
+    from acp_conformance.schema import locate_schema
+    from acp_conformance.schema.validator import V2_ONLY_METHODS, V2_ONLY_UPDATES
+
+    try:
+        source = locate_schema()
+    except Exception as exc:  # the schema comes with ./run setup
+        pytest.skip(f"no schema: {exc}")
+    v2_path = source.path.parent.parent / "v2" / "schema.json"
+    unstable_path = source.path.parent / "schema.unstable.json"
+    if not v2_path.is_file() or not unstable_path.is_file():
+        pytest.skip(f"the located schema ({source.source}) ships no v2 sibling")
+    v1, v2 = source.data["$defs"], json.loads(v2_path.read_text())["$defs"]
+    unstable = json.loads(unstable_path.read_text())["$defs"]
+
+    def kinds(defs: dict[str, Any]) -> set[str]:
+        union = defs["SessionUpdate"]
+        variants = union.get("oneOf", []) + union.get("anyOf", [])
+        return {
+            v["properties"]["sessionUpdate"]["const"] for v in variants if "const" in v["properties"]["sessionUpdate"]
+        }
+
+    def methods(defs: dict[str, Any]) -> set[str]:
+        return {d["x-method"] for d in defs.values() if isinstance(d, dict) and "x-method" in d}
+
+    assert kinds(v2) - kinds(v1) - kinds(unstable) == V2_ONLY_UPDATES
+    assert methods(v2) - methods(v1) - methods(unstable) == V2_ONLY_METHODS
+
+
+def test_a_v2_method_is_charged_to_the_version_agreed_on(schema_validator: SchemaValidator) -> None:
+    from acp_conformance.core.events import Request
+    from acp_conformance.schema.rules import judge_frame
+
+    ev = Request(method="auth/logout", params={}, id=5, raw=b"")
+    (v,) = judge_frame(schema_validator, Role.AGENT, ev)
+    assert v.clause_id == "init.version.agree" and "ACP v2" in v.message
+    other = Request(method="session/no_such_thing", params={}, id=6, raw=b"")
+    assert [v.clause_id for v in judge_frame(schema_validator, Role.AGENT, other)] == ["ext.method.underscore"]

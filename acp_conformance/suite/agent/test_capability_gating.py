@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from acp_conformance.checks.turns import tool_activity
+from acp_conformance.core.events import Request
 from acp_conformance.endpoints.client import ClientCapabilities
 from acp_conformance.harness import AgentHarness
 from acp_conformance.results import Status
@@ -32,9 +33,13 @@ CELLS: dict[str, ClientCapabilities] = {
     # Every capability, and an elicitation object whose modes are all null: that advertises no
     # elicitation mode at all (elicitation.mdx § Checking support; unlike MCP's empty object).
     "elicitation-all-null": ClientCapabilities(extra={"elicitation": {"form": None, "url": None}}),
+    # fs as an empty object and terminal left out: the schema's defaults, false (cap.client.fs-defaults).
+    "flags-omitted": ClientCapabilities(fs_read=False, fs_write=False, terminal=False, flags_omitted=True),
 }
 #: The cell that judges elicit.capability.explicit.
 NULL_ELICITATION = "elicitation-all-null"
+#: The cell that judges cap.client.fs-defaults (and no gate clause: one defect, one clause).
+FLAGS_OMITTED = "flags-omitted"
 TERMINAL_METHODS = (
     "terminal/create",
     "terminal/output",
@@ -59,6 +64,7 @@ GATES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     "term.gated",
     "elicit.mode.gated",
     "elicit.capability.explicit",
+    "cap.client.fs-defaults",
     "cap.all-combinations",
     "prompt.response.stop-reason",
 )
@@ -91,9 +97,16 @@ async def test_capability_gating(acp_agent: AgentHarness, cell: str, request: py
                 "a tool turn with elicitation {form: null, url: null} advertised and no elicitation/create",
                 "",
             )
+        if cell == FLAGS_OMITTED:
+            _judge_omitted_flags(acp_agent, conn.peer.requests(), used_tool)
+        else:
+            reason = f"judged in the {FLAGS_OMITTED} cell"
+            record(acp_agent, Status.NOT_APPLICABLE, reason, "cap.client.fs-defaults")
         for clause, attr, methods, name in GATES:
             calls = [r for r in conn.peer.requests() if r.method in methods]
-            if getattr(caps, attr):
+            if cell == FLAGS_OMITTED and clause != "elicit.mode.gated":
+                record(acp_agent, Status.NOT_APPLICABLE, "judged as cap.client.fs-defaults in this cell", clause)
+            elif getattr(caps, attr):
                 record(acp_agent, Status.NOT_APPLICABLE, f"the client advertised {name} in this run", clause)
             elif calls:
                 acp_agent.check(
@@ -145,3 +158,25 @@ async def test_capability_gating(acp_agent: AgentHarness, cell: str, request: py
         f"error {resp.error!r}" if failed else f"result {resp.result!r}",
     )
     close_out(acp_agent, request.node, "not judged on this path")
+
+
+def _judge_omitted_flags(acp_agent: AgentHarness, requests: list[Request], used_tool: bool) -> None:
+    """With ``fs: {}`` and no ``terminal``, every fs and terminal flag is false by default."""
+    methods = ("fs/read_text_file", "fs/write_text_file", *TERMINAL_METHODS)
+    calls = [r for r in requests if r.method in methods]
+    if calls:
+        acp_agent.check(
+            "cap.client.fs-defaults",
+            False,
+            "no fs/* or terminal/* call: clientCapabilities {fs: {}} with terminal omitted advertises neither",
+            f"{len(calls)} call(s), first: {calls[0].method} {calls[0].raw[:160]!r}",
+        )
+    elif not used_tool:
+        record(acp_agent, Status.NOT_APPLICABLE, STEER, "cap.client.fs-defaults")
+    else:
+        acp_agent.check(
+            "cap.client.fs-defaults",
+            True,
+            "a tool turn with fs: {} and terminal omitted, and no fs/* or terminal/* call",
+            "",
+        )

@@ -6,21 +6,19 @@ test_jsonrpc.py (ext.request.unknown, ext.notification.ignore).
 
 from __future__ import annotations
 
-import json
 import uuid
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from acp_conformance.checks.fields import judge_fields, typed_payloads
 from acp_conformance.checks.sessions import session_updates, trace_key_problems, update_kind
 from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.core.jsonrpc import ErrorCode
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
-from acp_conformance.plugin.keys import STATE
 from acp_conformance.results import Status
-from acp_conformance.schema.declared import undeclared_fields, withdrawn_field
+from acp_conformance.suite._support import draft_defs
 from acp_conformance.suite.agent._helpers import (
     authenticate_if_configured,
     check_auth,
@@ -183,51 +181,6 @@ async def test_prompt_for_an_unknown_session(acp_agent: AgentHarness) -> None:
         )
 
 
-def _typed_payloads(acp: AgentHarness, conn: Connection) -> list[tuple[str, str, Any]]:
-    """``(where, schema definition, object)`` for everything the agent sent that the schema types."""
-    out: list[tuple[str, str, Any]] = []
-    for ev in conn.peer.events:
-        if isinstance(ev, Response):
-            if ev.is_error:
-                out.append((f"error answering {ev.method}", "Error", ev.error))
-                continue
-            spec = acp.validator.spec(ev.method) if ev.method else None
-            if spec is not None and spec.response is not None:
-                out.append((f"{ev.method} result", spec.response, ev.result))
-        elif isinstance(ev, (Request, Notification)):
-            spec = acp.validator.spec(ev.method)
-            name = (spec.request if isinstance(ev, Request) else spec.notification) if spec is not None else None
-            if name is not None:
-                out.append((f"{ev.method} params", name, ev.params))
-    return out
-
-
-def _draft_defs(request: pytest.FixtureRequest) -> dict[str, Any] | None:
-    """``$defs`` of the unstable schema shipped beside the stable one, if any.
-
-    A field the stable schema lacks but the unstable one defines at the same place (e.g.
-    ``sessionCapabilities.fork``) is the protocol's own name for a draft feature, not custom
-    data: the extensibility page reserves root names *for future protocol versions*, and
-    that is what the unstable schema is.  Such fields are named, never failed.
-    """
-    state = request.config.stash.get(STATE, None)
-    if state is None or state.schema.unstable:
-        return None
-    draft = Path(state.schema.path).with_name("schema.unstable.json")
-    try:
-        defs = json.loads(draft.read_text(encoding="utf-8")).get("$defs")
-    except (OSError, ValueError):
-        return None
-    return defs if isinstance(defs, dict) else None
-
-
-def _at(obj: Any, ptr: str) -> Any:
-    node = obj
-    for part in [p for p in ptr.split("/") if p]:
-        node = node.get(part) if isinstance(node, dict) else node[int(part)] if isinstance(node, list) else None
-    return node
-
-
 @pytest.mark.acp_clause(
     "ext.meta.trace-keys", "session.info-update.fields", "ext.no-root-fields", "ext.withdrawn-draft-field"
 )
@@ -238,7 +191,7 @@ async def test_custom_data_only_under_meta(acp_agent: AgentHarness, request: pyt
         sid = await open_session(acp_agent, conn)
         await prompt_turn(acp_agent, conn, sid, acp_agent.config.prompt)
         await prompt_turn(acp_agent, conn, sid, acp_agent.config.tool_prompt)
-        payloads = _typed_payloads(acp_agent, conn)
+        payloads = typed_payloads(acp_agent.validator, conn.peer.events)
         seen, bad_trace = 0, []
         for where, _, obj in payloads:
             n, problems = trace_key_problems(obj)
@@ -270,31 +223,9 @@ async def test_custom_data_only_under_meta(acp_agent: AgentHarness, request: pyt
             acp_agent.record(
                 "session.info-update.fields", Status.NOT_APPLICABLE, "the agent sent no session_info_update"
             )
-        defs = acp_agent.validator._defs  # the whole $defs: undeclared_fields follows $ref
-        draft = _draft_defs(request)
-        extra: list[str] = []
-        drafted: list[str] = []
-        withdrawn: list[str] = []
-        variants: list[str] = []
-        for where, name, obj in payloads:
-            odd: list[str] = []
-            unknown = undeclared_fields(defs, name, obj, odd)
-            in_draft = set(unknown) - set(undeclared_fields(draft, name, obj)) if draft and unknown else set()
-            for ptr in [*unknown, *odd]:
-                gone = withdrawn_field(name, ptr, obj)
-                if ptr in in_draft:
-                    drafted.append(f"{where}: {ptr}")
-                elif gone is not None:
-                    withdrawn.append(f"{where}: {ptr}, from {gone.revision} (use {gone.replacement})")
-                elif ptr in odd:
-                    variants.append(f"{where}: {ptr} = {_at(obj, ptr)!r}")  # an unknown variant: no field
-                else:
-                    extra.append(f"{where}: {ptr}")
-        note = ""
-        if drafted:
-            note = f"; {len(drafted)} field(s) of the unstable schema not judged: {'; '.join(drafted[:4])}"
-        if variants:
-            note += f"; unknown discriminator value(s), not undefined fields: {'; '.join(variants[:4])}"
+        # The whole $defs: undeclared_fields follows $ref.
+        found = judge_fields(acp_agent.validator._defs, draft_defs(request), payloads)
+        extra, withdrawn, note = found.extra, found.withdrawn, found.note()
         acp_agent.check(
             "ext.withdrawn-draft-field",
             not withdrawn,

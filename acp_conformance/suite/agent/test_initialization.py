@@ -16,8 +16,19 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _chosen_version(result: Any) -> Any:
+    """The version an ``initialize`` result chose, as a number where it is one in the wrong JSON
+    type (``"1"``): one defect, one clause.  Its type is init.request.protocol-version-type's; the
+    negotiation clauses judge the value chosen."""
+    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    if isinstance(version, str) and version.isdecimal() and version.isascii():
+        return int(version)
+    return version
+
+
 @pytest.mark.acp_clause(
     "init.response.protocol-version",
+    "init.request.protocol-version-type",
     "init.version.same-if-supported",
     "init.response.capabilities",
     "init.response.agent-info",
@@ -35,15 +46,23 @@ async def test_initialize_v1(acp_agent: AgentHarness) -> None:
             timeout=acp_agent.config.startup_timeout,
         )
         result = resp.result if isinstance(resp.result, dict) else {}
+        version = result.get("protocolVersion")
         acp_agent.check(
             "init.response.protocol-version",
-            not resp.is_error and _is_int(result.get("protocolVersion")),
-            "a successful result with an integer protocolVersion",
-            f"error {resp.error!r}" if resp.is_error else f"protocolVersion {result.get('protocolVersion')!r}",
+            not resp.is_error and version is not None,
+            "a successful result carrying the chosen protocolVersion",
+            f"error {resp.error!r}" if resp.is_error else f"protocolVersion {version!r}",
+        )
+        acp_agent.check(
+            "init.request.protocol-version-type",
+            isinstance(version, int) and _is_int(version) and 0 <= version <= 65535,
+            "protocolVersion as a bare JSON integer in 0..65535 (the schema's ProtocolVersion)",
+            f"protocolVersion {version!r} ({type(version).__name__})",
+            stop=False,
         )
         acp_agent.check(
             "init.version.same-if-supported",
-            result.get("protocolVersion") == 1,
+            _chosen_version(result) == 1,
             "protocolVersion 1 in answer to a v1 client (every ACP v1 agent supports v1)",
             f"protocolVersion {result.get('protocolVersion')!r}",
         )
@@ -86,7 +105,7 @@ async def _negotiate(acp_agent: AgentHarness, version: int) -> tuple[Any, Any]:
 async def test_unsupported_future_version_gets_latest(acp_agent: AgentHarness) -> None:
     """Ask for 999: the answer is a success carrying the agent's newest version, never 999."""
     error, result = await _negotiate(acp_agent, 999)
-    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    version = _chosen_version(result)
     acp_agent.check(
         "init.version.latest-otherwise",
         error is None and isinstance(version, int) and _is_int(version) and 1 <= version < 999,
@@ -99,7 +118,7 @@ async def test_unsupported_future_version_gets_latest(acp_agent: AgentHarness) -
 async def test_pre_release_version_0_gets_latest(acp_agent: AgentHarness) -> None:
     """Ask for 0 (the pre-release): success required (v1 has no error for a mismatch)."""
     error, result = await _negotiate(acp_agent, 0)
-    version = result.get("protocolVersion") if isinstance(result, dict) else None
+    version = _chosen_version(result)
     observed = f"error {error!r}" if error else f"protocolVersion {version!r}"
     # The informative clause first, from the answer in hand (it never stops the test): 0 is an
     # unsupported version, so latest-otherwise carries the verdict, once.

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
-from acp_conformance.core.events import Event, Response, Violation
+from acp_conformance.core.events import Event, Request, Response, Violation
 from acp_conformance.core.ids import same_id
-from acp_conformance.core.jsonrpc import ErrorCode
-from acp_conformance.errors import PeerError
-from acp_conformance.harness import AgentHarness
-from acp_conformance.suite._support import new_session, run_turn
+from acp_conformance.core.jsonrpc import ErrorCode, answered_notification_clause
+from acp_conformance.endpoints.client import PermissionCall, PermissionPolicy
+from acp_conformance.errors import PeerError, PeerTimeout
+from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.suite._support import new_session, not_applicable, run_turn
+from acp_conformance.suite.agent._helpers import PING, describe, error_code, is_prompt_response, wait_prompt_response
 
 pytestmark = pytest.mark.anyio
 
@@ -29,15 +32,29 @@ async def test_unknown_method_gets_method_not_found(acp_agent: AgentHarness) -> 
         )
 
 
-# An unanswered extension request is the every-request-answered breach this test exposes.  The
-# error object and result-xor-error clauses are judged on every transcript; bound here, where an
-# error answer is sure to come (so a targeted run of them does not need the whole suite).
+# An unanswered extension request breaks ext.request.respond (and, as any unanswered request,
+# jsonrpc.every-request-answered, which the peer records).  The error object, error code and
+# result-xor-error clauses are judged on every transcript; bound here, where an error answer is
+# sure to come (so a targeted run of them does not need the whole suite).
 @pytest.mark.acp_clause(
-    "ext.request.unknown", "jsonrpc.every-request-answered", "jsonrpc.error-object", "jsonrpc.result-xor-error"
+    "ext.request.respond",
+    "ext.request.unknown",
+    "jsonrpc.every-request-answered",
+    "jsonrpc.error-object",
+    "error.codes",
+    "jsonrpc.result-xor-error",
 )
 async def test_unknown_extension_request_gets_method_not_found(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
-        resp = await conn.peer.call("_acp_conformance/no_such_extension", {"probe": True})
+        try:
+            resp = await conn.peer.call("_acp_conformance/no_such_extension", {"probe": True})
+            answer = f"a response with id {resp.id!r}"
+        except PeerTimeout as exc:
+            resp, answer = None, exc.message
+        # The peer pairs responses by id: one that arrived carries ours.
+        expected = "a response with the request's id to the _-prefixed request"
+        acp_agent.check("ext.request.respond", resp is not None, expected, answer)
+        assert resp is not None
         code = resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
         acp_agent.check(
             "ext.request.unknown",
@@ -98,20 +115,35 @@ def answers_to_notifications(events: Sequence[Event]) -> list[str]:
     return out
 
 
-@pytest.mark.acp_clause("jsonrpc.notification-no-response")
+async def _answers_after(acp_agent: AgentHarness, conn: Connection, method: str, params: object) -> list[str]:
+    """What answers the notification ``method``: anything answer-like before two full round trips
+    that follow it (an answer to it would precede theirs on the agent's one output stream)."""
+    mark = len(conn.peer.events)
+    await conn.peer.notify(method, params)
+    await new_session(acp_agent, conn)
+    await new_session(acp_agent, conn)
+    return answers_to_notifications(conn.peer.events[mark:])
+
+
+# One defect, one clause: an answer to session/cancel is cancel.is-notification's (the clause
+# that names that method); jsonrpc.notification-no-response is judged on another notification.
+@pytest.mark.acp_clause("cancel.is-notification", "jsonrpc.notification-no-response")
 async def test_notifications_get_no_response(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         sid = await new_session(acp_agent, conn)
-        mark = len(conn.peer.events)
-        await conn.peer.notify("session/cancel", {"sessionId": sid})  # idle session: nothing to cancel
-        # Two full round trips after the notification: an answer to it would precede these.
-        await new_session(acp_agent, conn)
-        await new_session(acp_agent, conn)
-        stray = answers_to_notifications(conn.peer.events[mark:])
+        stray = await _answers_after(acp_agent, conn, "session/cancel", {"sessionId": sid})  # idle: nothing to cancel
         acp_agent.check(
-            "jsonrpc.notification-no-response",
+            answered_notification_clause("session/cancel"),
             not stray,
             "no response to the session/cancel notification",
+            f"answer(s): {stray}",
+            stop=False,
+        )
+        stray = await _answers_after(acp_agent, conn, "_acp_conformance/notice", {"probe": True})
+        acp_agent.check(
+            answered_notification_clause("_acp_conformance/notice"),
+            not stray,
+            "no response to a notification (an unknown _-prefixed one)",
             f"answer(s): {stray}",
         )
 
@@ -137,3 +169,116 @@ async def test_unknown_extension_notification_is_ignored(acp_agent: AgentHarness
             + (f" (it was answered, judged as jsonrpc.notification-no-response: {stray[0]})" if stray else ""),
             "the agent exited or stopped answering",
         )
+
+
+def _held_kind(e: Event) -> bool:
+    """A request of the agent that the suite's client holds (permission with the hold policy,
+    ``fs/*`` and ``terminal/*`` with ``hold_methods``)."""
+    if not isinstance(e, Request):
+        return False
+    return e.method == "session/request_permission" or e.method.startswith(("fs/", "terminal/"))
+
+
+def _answer_kind(resp: Response) -> str:
+    return f"error {error_code(resp)!r}" if resp.is_error else "a result"
+
+
+async def _hold_first_request(acp_agent: AgentHarness, conn: Connection) -> tuple[Request, Any, int]:
+    """Start the tool turn and hold the agent's first request to us (a permission request, or an
+    ``fs/*`` / ``terminal/*`` call): ``(that request, our prompt's id, where the turn started)``.
+    Until ``_release_turn``, the agent provably has a request of its own pending."""
+    conn.client.hold_methods = {"fs/*", "terminal/*"}
+    sid = await new_session(acp_agent, conn)
+    rid, start = await conn.client.send_prompt(sid, acp_agent.config.tool_prompt)
+    first = await conn.peer.wait_for(
+        lambda e: _held_kind(e) or is_prompt_response(rid)(e),
+        start=start,
+        what="a request of the agent or the end of the tool turn",
+        awaiting="session/prompt",
+    )
+    if not isinstance(first, Request):
+        not_applicable("the agent asked the client nothing during the tool turn: it never had a request pending")
+    return first, rid, start
+
+
+async def _release_turn(conn: Connection) -> None:
+    """Answer what we hold (allowing) and hold nothing more: the turn runs on as any allowed one."""
+    conn.client.hold_methods = set()
+    conn.client.release_all()
+    conn.client.permission = PermissionPolicy("allow_once")
+    for call in conn.client.permission_calls:
+        if call.outcome is None:
+            await conn.client.answer_permission(call, {"outcome": "selected", "optionId": _allow(call)})
+
+
+@pytest.mark.acp_clause("jsonrpc.bidirectional")
+async def test_requests_served_while_the_agent_waits_on_us(acp_agent: AgentHarness) -> None:
+    """The agent is client and server at once: while its own request to us is pending (held), it
+    still answers our requests."""
+    async with acp_agent.connect(permission="hold") as conn:
+        first, rid, start = await _hold_first_request(acp_agent, conn)
+        window = conn.peer.timeout
+        served: list[str] = []
+        for method, params in (
+            (PING, {"purpose": "served while the agent waits"}),
+            ("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []}),
+        ):
+            ours = await conn.peer.send_request(method, params)
+            try:
+                # The silence is this clause's (the answer may still come once we release: not
+                # every-request-answered's).
+                await conn.peer.wait_response(ours, method=method, timeout=window, flag=False)
+                served.append(method)
+            except PeerTimeout:
+                pass
+        acp_agent.check(
+            "jsonrpc.bidirectional",
+            len(served) == 2,
+            f"answers to our {PING} and session/new while the agent's {first.method} (id {first.id!r}) was "
+            "pending, held by us",
+            f"answered within {window:g} s: {served or 'neither'}",
+            stop=False,
+        )
+        await _release_turn(conn)
+        await wait_prompt_response(conn, rid, start)
+
+
+@pytest.mark.acp_clause("jsonrpc.id-spaces-independent")
+async def test_request_reusing_the_agents_pending_id(acp_agent: AgentHarness) -> None:
+    """While the agent waits on its own request (id N, held by us), we send a request with id N: the
+    agent answers it as it answers the same request with a fresh id, and its turn still ends once we
+    answer its request N.  Each side's ids name its own requests only (JSON-RPC 2.0 § 5)."""
+    async with acp_agent.connect(permission="hold") as conn:
+        first, rid, start = await _hold_first_request(acp_agent, conn)
+        theirs = first.id
+        baseline = await conn.peer.call(PING, {"purpose": "baseline"})
+        if conn.peer.conn.is_outstanding(theirs):
+            # Our own pending request (the prompt) already shares the agent's id: the overlap is there.
+            reused = None
+        else:
+            reused = await conn.peer.call(PING, {"purpose": "reuses the id of the agent's pending request"}, id=theirs)
+            acp_agent.check(
+                "jsonrpc.id-spaces-independent",
+                _answer_kind(reused) == _answer_kind(baseline),
+                f"our {PING} with id {theirs!r} (the id of the agent's pending {first.method}) answered as the same "
+                f"request with a fresh id was ({_answer_kind(baseline)})",
+                f"{_answer_kind(reused)}: {describe(reused)}",
+                stop=False,
+            )
+        await _release_turn(conn)
+        resp = await wait_prompt_response(conn, rid, start)
+        overlap = "our request with its id" if reused is not None else f"our pending session/prompt (id {rid!r})"
+        acp_agent.check(
+            "jsonrpc.id-spaces-independent",
+            resp is not None,
+            f"the turn to end once we answered the agent's {first.method} (id {theirs!r}), after {overlap}",
+            f"no session/prompt answer within {conn.peer.timeout:g} s",
+        )
+
+
+def _allow(call: PermissionCall) -> Any:
+    """The first allow option of a held permission request (else its first option)."""
+    options = call.request.params.get("options", []) if isinstance(call.request.params, dict) else []
+    ids = [o.get("optionId") for o in options if isinstance(o, dict)]
+    allow = [o.get("optionId") for o in options if isinstance(o, dict) and str(o.get("kind", "")).startswith("allow")]
+    return (allow or ids or [None])[0]

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from acp_conformance.checks.fields import judge_fields, typed_payloads
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness.client import ClientHarness
 from acp_conformance.results import Status
+from acp_conformance.suite._support import draft_defs
 from acp_conformance.suite.client._helpers import first_turn, require
 
 pytestmark = pytest.mark.anyio
@@ -21,10 +23,17 @@ METHOD_NOT_FOUND = -32601
     "transport.stdio.stdin-clean",
     "jsonrpc.version-field",
     "schema.valid",
+    # Judged on every frame the client sends (checks.passive); bound here, the smallest test
+    # whose traffic holds requests and a prompt's content blocks.
+    "jsonrpc.request-shape",
+    "content.block.shapes",
+    "cancelreq.shape",
+    "ext.no-root-fields",
 )
-async def test_stdin_carries_only_protocol(acp_client: ClientHarness) -> None:
+async def test_stdin_carries_only_protocol(acp_client: ClientHarness, request: pytest.FixtureRequest) -> None:
     """A whole turn with non-ASCII text and a permission round trip: every line the client writes on the
-    agent's stdin is one UTF-8 JSON-RPC 2.0 message that validates against the schema."""
+    agent's stdin is one UTF-8 JSON-RPC 2.0 message that validates against the schema, and declares
+    only the schema's fields (custom data goes under _meta)."""
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
@@ -36,6 +45,15 @@ async def test_stdin_carries_only_protocol(acp_client: ClientHarness) -> None:
         await turn.end()
         # Whatever the client writes after the turn (until it exits or stops) is on the record too.
         await conn.peer.quiet_for(0.3, lambda e: False)
+        payloads = typed_payloads(acp_client.validator, conn.peer.events)
+        found = judge_fields(acp_client.validator._defs, draft_defs(request), payloads)
+        acp_client.check(
+            "ext.no-root-fields",
+            not found.extra,
+            f"no field the schema does not define in the {len(payloads)} typed message(s) from the client "
+            f"(custom data belongs under _meta){found.note()}",
+            "; ".join(found.extra[:8]),
+        )
 
 
 @pytest.mark.acp_clause(
@@ -43,6 +61,7 @@ async def test_stdin_carries_only_protocol(acp_client: ClientHarness) -> None:
     "jsonrpc.response-id-echo",
     "jsonrpc.result-xor-error",
     "jsonrpc.error-object",
+    "error.codes",
     "jsonrpc.unknown-method",
     "jsonrpc.id-types",
     "ext.request.respond",
