@@ -253,6 +253,7 @@ PROMPT_KEYWORDS: tuple[tuple[str, str, str], ...] = (
     ("acp:max-turn-requests", "max_turn_requests", "one message chunk, then stopReason max_turn_requests"),
     ("acp:long", "long", "ticks, then waits for session/cancel (ends cancelled; end_turn after 60 s)"),
     ("acp:tool", "tool", "a tool call, a permission request, then fs / terminal use as allowed"),
+    ("acp:elicit", "elicit", "a form elicitation/create if the client advertises elicitation.form, else text"),
     ("use a tool", "tool", "the same as acp:tool"),
 )
 
@@ -996,6 +997,7 @@ class MockAgent:
             "refuse": self.turn_refuse,
             "max_tokens": self.turn_max_tokens,
             "max_turn_requests": self.turn_max_turn_requests,
+            "elicit": self.turn_elicit,
         }
         return await scenarios[self.choose_scenario(turn)](turn)
 
@@ -1059,6 +1061,50 @@ class MockAgent:
 
     async def _say(self, turn: Turn, text: str) -> None:
         await self.emit(turn, self.message_chunk("agent_message_chunk", text, turn.session.next_message_id("agent")))
+
+    # ----------------------------------------------------------- elicitation
+    #: The one field the ``acp:elicit`` form asks for: an enum, nothing secret (elicitation.mdx § Form mode).
+    ELICIT_CHOICES = ("hello", "howdy")
+
+    def can_elicit_form(self) -> bool:
+        """Form mode only when explicitly advertised as a non-null object (elicitation.mdx § Checking support)."""
+        elicitation = self.client_caps.raw.get("elicitation")
+        return isinstance(elicitation, dict) and isinstance(elicitation.get("form"), dict)
+
+    def elicitation_params(self, turn: Turn) -> Json:
+        return {
+            "sessionId": turn.session_id,
+            "mode": "form",
+            "message": "Which greeting should I use?",
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"greeting": {"type": "string", "title": "Greeting", "enum": list(self.ELICIT_CHOICES)}},
+                "required": ["greeting"],
+            },
+        }
+
+    def elicited_choice(self, response: Response | None) -> str | None:
+        """The greeting an ``accept`` chose, or None: a decline, a cancel, an error, an unknown
+        action or no answer is a failed elicitation, and its content is ignored (MUST NOT assume
+        it succeeded)."""
+        if response is None or response.is_error or not isinstance(response.result, dict):
+            return None
+        if response.result.get("action") != "accept":
+            return None
+        content = response.result.get("content")
+        choice = content.get("greeting") if isinstance(content, dict) else None
+        return choice if choice in self.ELICIT_CHOICES else None
+
+    async def turn_elicit(self, turn: Turn) -> str:
+        if not self.can_elicit_form():
+            await self._say(turn, "I would have asked you to pick a greeting; I will use hello.")
+            return END_TURN
+        response = await self.client_request(turn, "elicitation/create", self.elicitation_params(turn))
+        if turn.cancelled:
+            return CANCELLED
+        choice = self.elicited_choice(response)
+        await self._say(turn, f"You chose {choice}." if choice else "No greeting was chosen; I will not use one.")
+        return END_TURN
 
     async def turn_refuse(self, turn: Turn) -> str:
         await self._say(turn, "I can't help with that.")

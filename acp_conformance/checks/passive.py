@@ -124,6 +124,7 @@ PASSIVE_CLAUSES: dict[str, tuple[tuple[str, ...], Predicate]] = {
     "fs.read.shape": (("agent",), _inbound_method("fs/read_text_file")),
     "fs.write.shape": (("agent",), _inbound_method("fs/write_text_file")),
     "term.create.shape": (("agent",), _inbound_method("terminal/create")),
+    "elicit.request.shape": (("agent",), _inbound_method("elicitation/create")),
     # Envelope findings of the core (params not an object, a reused id; a null or fractional id).
     "jsonrpc.request-shape": (("agent", "client"), _any_request),
     "jsonrpc.id-not-null": (("agent",), _any_request),

@@ -78,6 +78,14 @@ GATED_UPDATES: dict[str, tuple[str, ...]] = {
 }
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+#: What a form field asking for a secret is labelled with: elicitation.mdx § Form mode's own list
+#: ("passwords, API keys, access or refresh tokens, private keys, recovery codes, or payment
+#: credentials"), matched on a free-text field's key, title and description.
+SECRET_LABEL = re.compile(
+    r"pass(word|phrase)|api[ _-]?key|(access|refresh|auth|bearer)[ _-]?token|private[ _-]?key|"
+    r"recovery[ _-]?code|card[ _-]?number|\bcvv\b|\bcvc\b|security[ _-]?code",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -397,6 +405,29 @@ def check_config_options(frames: Frames) -> tuple[bool, list[Finding]]:
     return seen, out
 
 
+# ---------------------------------------------------------------- elicitation
+def check_form_secrets(frames: Frames) -> tuple[bool, list[Finding]]:
+    """No form-mode ``elicitation/create`` asks for a secret: a free-text field (a string without
+    ``enum`` / ``oneOf`` choices) labelled as one of the credentials the docs list.  A field that is
+    not so labelled is no proof that nothing secret is asked: the PASS says what was looked at."""
+    seen, out = False, []
+    for e, params in frames.requests("elicitation/create"):
+        if params.get("mode") != "form":
+            continue
+        seen = True
+        requested = params.get("requestedSchema")
+        props = requested.get("properties") if isinstance(requested, dict) else None
+        for name, prop in (props or {}).items() if isinstance(props, dict) else ():
+            if not isinstance(prop, dict) or prop.get("type") != "string" or "enum" in prop or "oneOf" in prop:
+                continue
+            label = " ".join(str(prop.get(k, "")) for k in ("title", "description"))
+            if SECRET_LABEL.search(f"{name} {label}"):
+                out.append(
+                    Finding(e, f"form elicitation field {name!r} ({_shorten(label.strip())!r}) asks for a secret")
+                )
+    return seen, out
+
+
 # ---------------------------------------------------------- $/cancel_request
 def check_cancel_request_target(frames: Frames) -> tuple[bool, list[Finding]]:
     """A ``$/cancel_request`` from the agent names a request the agent itself sent earlier."""
@@ -436,6 +467,7 @@ WIRE_CHECKS: dict[str, WireCheck] = {
     "update.compaction.gated": _gated("compaction"),
     "config.shape": check_config_options,
     "cancelreq.shape": check_cancel_request_target,
+    "elicit.form.no-secrets": check_form_secrets,
 }
 
 #: clause id -> check (client role: the frames a client sent, against what the suite's agent sent).

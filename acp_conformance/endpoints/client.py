@@ -157,6 +157,36 @@ class PermissionCall:
 
 
 @dataclass
+class ElicitationCall:
+    """One ``elicitation/create`` of the agent and what we answered (None: refused)."""
+
+    request: Request
+    arrived_at_event: int
+    answer: dict[str, Any] | None = None
+
+
+def form_content(requested: Any) -> dict[str, Any]:
+    """An ``accept`` content for a form's ``requestedSchema``: each property's default, else its
+    first enum value, else a value of its type (properties of unknown type are left out)."""
+    props = requested.get("properties") if isinstance(requested, dict) else None
+    out: dict[str, Any] = {}
+    for name, prop in (props or {}).items():
+        if not isinstance(prop, dict):
+            continue
+        if "default" in prop:
+            out[name] = prop["default"]
+        elif isinstance(prop.get("enum"), list) and prop["enum"]:
+            out[name] = prop["enum"][0]
+        elif isinstance(prop.get("oneOf"), list) and prop["oneOf"] and isinstance(prop["oneOf"][0], dict):
+            out[name] = prop["oneOf"][0].get("const")
+        else:
+            typed = {"string": "acp-conformance", "number": 1.5, "integer": 1, "boolean": True, "array": []}
+            if prop.get("type") in typed:
+                out[name] = typed[prop["type"]]
+    return out
+
+
+@dataclass
 class HeldRequest:
     """An agent request (``fs/*``, ``terminal/*``) the endpoint holds until the test releases it."""
 
@@ -240,6 +270,11 @@ class ClientEndpoint:
         h["terminal/wait_for_exit"] = self._on_term_wait
         h["terminal/kill"] = self._on_term_kill
         h["terminal/release"] = self._on_term_release
+        h["elicitation/create"] = self._on_elicit
+        #: How an advertised elicitation is answered: ``accept`` (content from the requested
+        #: schema), ``decline`` or ``cancel``.
+        self.elicitation = "accept"
+        self.elicitation_calls: list[ElicitationCall] = []
 
     # ------------------------------------------------------------ agent info
     @property
@@ -414,6 +449,31 @@ class ClientEndpoint:
             return NO_ANSWER  # never / hold: the test answers via answer_permission()
         await self.answer_permission(call, outcome)
         return NO_ANSWER
+
+    # ------------------------------------------------------------ elicitation
+    def elicitation_modes(self) -> set[str]:
+        """The modes we advertised: present, non-null objects only (elicitation.mdx § Checking support)."""
+        elicitation = self.capabilities.to_wire().get("elicitation")
+        if not isinstance(elicitation, dict):
+            return set()
+        return {mode for mode in ("form", "url") if isinstance(elicitation.get(mode), dict)}
+
+    async def _on_elicit(self, req: Request) -> Any:
+        call = ElicitationCall(req, len(self.peer.events))
+        self.elicitation_calls.append(call)
+        params = req.params if isinstance(req.params, dict) else {}
+        mode = params.get("mode")
+        if mode not in self.elicitation_modes():
+            # elicitation.mdx § URL completion: a mode the client has not advertised is -32602.
+            # Whether the agent should have asked is elicit.mode.gated's (the gating tests).
+            raise HandlerError(ErrorCode.INVALID_PARAMS, f"elicitation mode {mode!r} was not advertised")
+        if self.elicitation == "accept" and mode == "form":
+            call.answer = {"action": "accept", "content": form_content(params.get("requestedSchema"))}
+        elif self.elicitation == "accept":
+            call.answer = {"action": "cancel"}  # nobody is here to consent to opening a URL
+        else:
+            call.answer = {"action": self.elicitation}
+        return call.answer
 
     # -------------------------------------------------------------------- fs
     def _gate(self, req: Request, allowed: bool, clause: str, what: str) -> None:

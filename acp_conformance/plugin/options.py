@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from acp_conformance.harness.human import MODES
-from acp_conformance.prompts import DEFAULT_LONG_PROMPT, DEFAULT_PROMPT, DEFAULT_TOOL_PROMPT
+from acp_conformance.prompts import DEFAULT_ELICIT_PROMPT, DEFAULT_LONG_PROMPT, DEFAULT_PROMPT, DEFAULT_TOOL_PROMPT
 
 __all__ = [
     "FUZZ_ENV",
@@ -101,6 +101,11 @@ def _agent_options(g: Any) -> None:
         "--acp-tool-prompt",
         default=DEFAULT_TOOL_PROMPT,
         help="prompt meant to make the agent use a tool / ask permission",
+    )
+    g.addoption(
+        "--acp-elicit-prompt",
+        default=DEFAULT_ELICIT_PROMPT,
+        help="prompt meant to make the agent ask the user a question (form elicitation tests)",
     )
     g.addoption(
         "--acp-long-prompt",

@@ -117,6 +117,7 @@ def _agent_config(config: pytest.Config) -> AgentConfig:
         prompt=opt("acp_prompt"),
         tool_prompt=opt("acp_tool_prompt"),
         long_prompt=opt("acp_long_prompt"),
+        elicit_prompt=opt("acp_elicit_prompt"),
         auth_method=opt("acp_auth_method"),
         setup=setup,
     )

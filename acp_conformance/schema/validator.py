@@ -291,6 +291,7 @@ _DEFINITION_CLAUSES = {
     "TerminalOutputResponse": "term.output.shape",
     "Error": "jsonrpc.error-object",
     "CancelRequestNotification": "cancelreq.shape",
+    "CreateElicitationRequest": "elicit.request.shape",
 }
 
 #: Results the schema defines as objects that the v1 docs' examples answer with null

@@ -14,6 +14,7 @@ import anyio
 from acp_conformance.core import jsonrpc
 from acp_conformance.peer import NO_ANSWER, HandlerError
 from mock_agent import MockAgent, Session, Turn
+from mock_agent.agent import CANCELLED
 from tests.peers._breakage import Breakage, Json
 
 END_TURN = "end_turn"
@@ -220,6 +221,39 @@ class ReadsWhenFlagOmitted(MockAgent):
     def can_read_files(self) -> bool:
         fs = self.client_caps.raw.get("fs")
         return super().can_read_files() or (isinstance(fs, dict) and "readTextFile" not in fs)
+
+
+# ---------------------------------------------------------------- elicitation
+class ElicitationWithoutMessage(MockAgent):
+    validate_outbound = False
+
+    def elicitation_params(self, turn: Turn) -> Json:
+        params = super().elicitation_params(turn)
+        del params["message"]
+        return params
+
+
+class AsksApiKeyInForm(MockAgent):
+    """Asks for a credential in a form (elicitation.mdx § Form mode: URL mode is for those)."""
+
+    def elicitation_params(self, turn: Turn) -> Json:
+        params = super().elicitation_params(turn)
+        params["requestedSchema"]["properties"]["api_key"] = {"type": "string", "title": "Your API key"}
+        return params
+
+
+class AssumesElicitationSucceeds(MockAgent):
+    """Waits for the greeting it assumes the user gave: after a decline or cancel the turn hangs
+    until it is cancelled (or the connection ends)."""
+
+    async def turn_elicit(self, turn: Turn) -> str:
+        if not self.can_elicit_form():
+            return await super().turn_elicit(turn)
+        response = await self.client_request(turn, "elicitation/create", self.elicitation_params(turn))
+        if self.elicited_choice(response) is None:
+            await turn.cancel_event.wait()
+            return CANCELLED
+        return await super().turn_default(turn)
 
 
 class WritesWithoutCapability(MockAgent):
@@ -435,6 +469,9 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         "it takes the flag's false default for true",
     ),
     "reads-when-flag-omitted": Breakage(ReadsWhenFlagOmitted, "cap.client.fs-defaults"),
+    "elicitation-without-message": Breakage(ElicitationWithoutMessage, "elicit.request.shape"),
+    "asks-api-key-in-form": Breakage(AsksApiKeyInForm, "elicit.form.no-secrets"),
+    "assumes-elicitation-succeeds": Breakage(AssumesElicitationSucceeds, "elicit.agent-handles-failure"),
     "writes-without-capability": Breakage(WritesWithoutCapability, "fs.write.gated", also=_OMITTED, why_also=_WHY),
     "terminal-without-capability": Breakage(TerminalWithoutCapability, "term.gated", also=_OMITTED, why_also=_WHY),
     "elicits-without-capability": Breakage(

@@ -218,3 +218,51 @@ def test_client_role_judges_the_clients_own_frames() -> None:
     assert statuses["content.block.shapes"] is Status.FAIL
     assert statuses["cancelreq.shape"] is Status.FAIL
     assert "tool.kind.enum" not in statuses and "update.no-unstable-variants" not in statuses
+
+
+def _elicit(props: dict[str, Any], mode: str = "form") -> Entry:
+    requested = {"type": "object", "properties": props}
+    params = {"sessionId": SID, "mode": mode, "message": "m", "requestedSchema": requested}
+    return entry("in", {"jsonrpc": "2.0", "id": 8, "method": "elicitation/create", "params": params})
+
+
+def test_form_secrets() -> None:
+    """A free-text field labelled as a credential the docs list fails; choices, other labels and URL
+    mode do not (the profile data the docs allow: name, email, username)."""
+    ok = _elicit(
+        {
+            "greeting": {"type": "string", "enum": ["hello"]},
+            "email": {"type": "string", "title": "Email address"},
+            "username": {"type": "string"},
+            "reset": {"type": "boolean", "title": "Reset my password?"},
+            "manager": {"type": "string", "title": "Password manager", "enum": ["a", "b"]},
+        }
+    )
+    assert judge(wire.check_form_secrets, [ok]) == (True, [])
+    assert judge(wire.check_form_secrets, [_elicit({"x": {"type": "string"}}, mode="url")]) == (False, [])
+    for props in (
+        {"api_key": {"type": "string"}},
+        {"k": {"type": "string", "title": "Your API key"}},
+        {"p": {"type": "string", "description": "The account password"}},
+        {"t": {"type": "string", "title": "Refresh token"}},
+        {"c": {"type": "string", "title": "Card number"}},
+    ):
+        findings = judge(wire.check_form_secrets, [_elicit(props)])[1]
+        assert len(findings) == 1 and "asks for a secret" in findings[0], props
+
+
+def test_form_content_follows_the_requested_schema() -> None:
+    from acp_conformance.endpoints.client import form_content
+
+    requested = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "default": "d"},
+            "b": {"type": "string", "enum": ["x", "y"]},
+            "c": {"type": "integer"},
+            "d": {"type": "_custom"},
+            "e": {"type": "string", "oneOf": [{"const": "one", "title": "One"}]},
+        },
+    }
+    assert form_content(requested) == {"a": "d", "b": "x", "c": 1, "e": "one"}
+    assert form_content(None) == {}

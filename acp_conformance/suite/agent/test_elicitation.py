@@ -1,0 +1,51 @@
+"""Form elicitation (elicitation.mdx): the suite's client advertises ``elicitation.form`` and
+answers the agent's ``elicitation/create`` with ``decline`` or ``cancel``.
+
+Eliciting is optional: an agent that asks nothing (the elicit prompt is only a request) makes
+these NOT_APPLICABLE.  What every ``elicitation/create`` must look like (elicit.request.shape),
+and that a form never asks for a secret (elicit.form.no-secrets), is judged passively on every
+transcript; these tests bind them where an elicitation is most likely to come.
+
+What is judged here: "Agents MUST NOT assume an elicitation succeeds. They MUST handle
+``decline``, ``cancel``, and failures by safely falling back, retrying, or failing the
+originating operation" (§ Responses).  On the wire that is the turn going on to its end: an
+answer to the ``session/prompt`` (a result or an error, either is a handled failure) within
+the deadline, and no further elicitation of the same question waiting on us forever.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from acp_conformance.endpoints.client import ClientCapabilities
+from acp_conformance.harness import AgentHarness
+from acp_conformance.suite._support import new_session, not_applicable
+from acp_conformance.suite.agent._helpers import wait_prompt_response
+
+pytestmark = pytest.mark.anyio
+
+FORM = ClientCapabilities(elicitation_form=True)
+
+
+@pytest.mark.parametrize("answer", ["decline", "cancel"])
+@pytest.mark.acp_clause("elicit.agent-handles-failure", "elicit.request.shape", "elicit.form.no-secrets")
+async def test_turn_survives_a_refused_elicitation(acp_agent: AgentHarness, answer: str) -> None:
+    async with acp_agent.connect(capabilities=FORM, permission="allow_once") as conn:
+        conn.client.elicitation = answer
+        sid = await new_session(acp_agent, conn)
+        rid, start = await conn.client.send_prompt(sid, acp_agent.config.elicit_prompt)
+        # The silence, if any, is this clause's: the turn waits on a failure it does not handle.
+        resp = await wait_prompt_response(conn, rid, start, flag=False)
+        calls = [c for c in conn.client.elicitation_calls if c.answer is not None]
+        if not calls:
+            if resp is None:
+                # Nothing of ours refused, and no answer: a stall the test is not about.
+                await wait_prompt_response(conn, rid, start)
+            not_applicable("the agent sent no elicitation/create the client could answer (eliciting is optional)")
+        acp_agent.check(
+            "elicit.agent-handles-failure",
+            resp is not None,
+            f"the turn to end (a session/prompt result or error) after we answered its elicitation with {answer!r}",
+            f"no session/prompt answer within {conn.peer.timeout:g} s of our {answer!r} "
+            f"({len(calls)} elicitation(s) answered)",
+        )
