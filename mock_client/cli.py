@@ -24,11 +24,12 @@ __all__ = ["build_parser", "main", "parse_caps"]
 
 log = logging.getLogger("mock_client")
 
-CAP_WORDS = ("fs", "read", "write", "terminal", "none")
+CAP_WORDS = ("fs", "read", "write", "terminal", "elicitation-form", "none")
 
 
 def parse_caps(spec: str) -> ClientCapabilities:
-    """``fs`` (default), ``fs,terminal``, ``none``, or any of fs, read, write, terminal."""
+    """``fs`` (default), ``fs,terminal``, ``none``, or any of fs, read, write, terminal, elicitation-form
+    (answers form elicitations: accept, with each field's default or first choice)."""
     words = {w.strip() for w in spec.split(",") if w.strip()}
     unknown = words - set(CAP_WORDS)
     if unknown:
@@ -41,6 +42,7 @@ def parse_caps(spec: str) -> ClientCapabilities:
         fs_read=bool(words & {"fs", "read"}),
         fs_write=bool(words & {"fs", "write"}),
         terminal="terminal" in words,
+        elicitation_form="elicitation-form" in words,
     )
 
 

@@ -292,6 +292,7 @@ _DEFINITION_CLAUSES = {
     "Error": "jsonrpc.error-object",
     "CancelRequestNotification": "cancelreq.shape",
     "CreateElicitationRequest": "elicit.request.shape",
+    "CreateElicitationResponse": "elicit.response.shape",
 }
 
 #: Results the schema defines as objects that the v1 docs' examples answer with null

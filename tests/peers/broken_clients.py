@@ -251,6 +251,50 @@ class ExitsOnUnknownNotification(MockClient):
         super().on_notification(note)
 
 
+# ---------------------------------------------------------------- elicitation
+class _ElicitationOverride(MockClient):
+    """Answers elicitation/create with ``answer`` where it returns a value (else as the reference)."""
+
+    def answer(self, params: Json) -> Json | None:
+        return None
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+        default = peer.handlers["elicitation/create"]
+
+        async def elicit(req: Request) -> Any:
+            own = self.answer(req.params if isinstance(req.params, dict) else {})
+            return own if own is not None else await default(req)
+
+        peer.handlers["elicitation/create"] = elicit
+
+
+class CancelsUnadvertisedUrl(_ElicitationOverride):
+    """A URL elicitation it never advertised is answered ``cancel``, not refused with -32602."""
+
+    def answer(self, params: Json) -> Json | None:
+        return {"action": "cancel"} if params.get("mode") == "url" else None
+
+
+class FormAnswerWithoutAction(_ElicitationOverride):
+    def answer(self, params: Json) -> Json | None:
+        return {"content": {"greeting": "hello"}} if params.get("mode") == "form" else None
+
+
+class RendersUnknownModeAsForm(_ElicitationOverride):
+    def answer(self, params: Json) -> Json | None:
+        if params.get("mode") in ("form", "url"):
+            return None
+        return {"action": "accept", "content": {"greeting": "hello"}}
+
+
+class ExitsOnUnknownCompletion(MockClient):
+    def on_notification(self, note: Notification) -> None:
+        if note.method == "elicitation/complete":
+            os._exit(72)
+        super().on_notification(note)
+
+
 class ConfusesIdSpaces(MockClient):
     async def handle_permission(self, req: Request, default: Any) -> Any:
         tool_call = req.params.get("toolCall", {}) if isinstance(req.params, dict) else {}
@@ -322,6 +366,16 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "cancels-foreign-request": Breakage(CancelsForeignRequest, "cancelreq.shape"),
     "v2-method-after-v1": Breakage(V2MethodAfterV1, "init.version.agree"),
     "custom-root-field": Breakage(CustomRootField, "ext.no-root-fields"),
+    # elicitation
+    "cancels-unadvertised-url": Breakage(CancelsUnadvertisedUrl, "elicit.mode.unadvertised-error", status="WARN"),
+    "form-answer-without-action": Breakage(FormAnswerWithoutAction, "elicit.response.shape"),
+    "renders-unknown-mode-as-form": Breakage(RendersUnknownModeAsForm, "elicit.unknown-mode"),
+    "exits-on-unknown-completion": Breakage(
+        ExitsOnUnknownCompletion,
+        "elicit.complete.ignore-unknown",
+        also=frozenset({"jsonrpc.every-request-answered"}),
+        why_also="once it has exited, the request that follows is never answered",
+    ),
     "resource-link-without-name": Breakage(
         ResourceLinkWithoutName,
         "content.block.shapes",

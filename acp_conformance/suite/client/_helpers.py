@@ -7,7 +7,8 @@ from pathlib import Path
 
 from acp_conformance.checks import gating
 from acp_conformance.clauses import registry
-from acp_conformance.endpoints.agent import PromptTurn
+from acp_conformance.endpoints.agent import PermissionAnswer, PromptTurn
+from acp_conformance.errors import PeerError
 from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.results import Status, breach_status
 from acp_conformance.suite._support import inconclusive, not_applicable
@@ -91,3 +92,33 @@ async def manual_check(acp: ClientHarness, clause: str, question: str) -> None:
         acp.record(clause, Status.PASS, f"{question} yes")
     else:
         acp.record(clause, breach_status(registry().get(clause)), f"{question} no")
+
+
+async def permission_baseline(turn: PromptTurn) -> PermissionAnswer:
+    """A permission round trip before the provocation.  It sets what "answering normally" means for this
+    client (a valid outcome, or, for a client that does not implement permission at all, the same error;
+    that is judged on perm.response.shape, not here).  A client that never answers even this is judged on
+    jsonrpc.every-request-answered by the wait itself."""
+    return await turn.request_permission(await turn.tool_call("Edit before.txt"))
+
+
+def same_kind(before: PermissionAnswer, after: PermissionAnswer) -> bool:
+    return after.response is not None and (after.kind == "error") == (before.kind == "error")
+
+
+async def still_answers(
+    acp: ClientHarness, turn: PromptTurn, clause: str, after: str, baseline: PermissionAnswer
+) -> PermissionAnswer | None:
+    """Ask for permission again; judge ``clause`` on whether it is answered as the baseline was."""
+    try:
+        answer = await turn.request_permission(await turn.tool_call("Edit after.txt"))
+    except PeerError as exc:
+        acp.check(clause, False, f"the client to keep answering requests after {after}", exc.message)
+        return None
+    acp.check(
+        clause,
+        same_kind(baseline, answer),
+        f"the client to keep answering requests after {after} as before ({baseline.describe()})",
+        answer.describe(),
+    )
+    return answer

@@ -14,42 +14,19 @@ import orjson
 import pytest
 
 from acp_conformance.core.events import Response
-from acp_conformance.endpoints.agent import AgentSetup, PermissionAnswer, PromptTurn
+from acp_conformance.endpoints.agent import AgentSetup
 from acp_conformance.errors import PeerError
 from acp_conformance.harness.client import ClientHarness
-from acp_conformance.suite.client._helpers import advertised, first_turn, probe_path, require
+from acp_conformance.suite.client._helpers import (
+    advertised,
+    first_turn,
+    permission_baseline,
+    probe_path,
+    require,
+    still_answers,
+)
 
 pytestmark = pytest.mark.anyio
-
-
-async def _baseline(turn: PromptTurn) -> PermissionAnswer:
-    """A permission round trip before the provocation.  It sets what "answering normally" means for this
-    client (a valid outcome, or, for a client that does not implement permission at all, the same error;
-    that is judged on perm.response.shape, not here).  A client that never answers even this is judged on
-    jsonrpc.every-request-answered by the wait itself."""
-    return await turn.request_permission(await turn.tool_call("Edit before.txt"))
-
-
-def _same_kind(before: PermissionAnswer, after: PermissionAnswer) -> bool:
-    return after.response is not None and (after.kind == "error") == (before.kind == "error")
-
-
-async def _still_answers(
-    acp: ClientHarness, turn: PromptTurn, clause: str, after: str, baseline: PermissionAnswer
-) -> PermissionAnswer | None:
-    """Ask for permission again; judge ``clause`` on whether it is answered as the baseline was."""
-    try:
-        answer = await turn.request_permission(await turn.tool_call("Edit after.txt"))
-    except PeerError as exc:
-        acp.check(clause, False, f"the client to keep answering requests after {after}", exc.message)
-        return None
-    acp.check(
-        clause,
-        _same_kind(baseline, answer),
-        f"the client to keep answering requests after {after} as before ({baseline.describe()})",
-        answer.describe(),
-    )
-    return answer
 
 
 @pytest.mark.acp_clause("jsonrpc.every-request-answered")
@@ -59,7 +36,7 @@ async def test_unknown_update_kinds_sessions_and_tool_calls(acp_client: ClientHa
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
-        baseline = await _baseline(turn)
+        baseline = await permission_baseline(turn)
         await turn.say("Before the odd updates.")
         await turn.update(
             {"sessionUpdate": "acp_conformance_future_kind", "content": {"type": "text", "text": "?"}, "level": 3},
@@ -72,7 +49,7 @@ async def test_unknown_update_kinds_sessions_and_tool_calls(acp_client: ClientHa
             {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "for nobody"}},
             session_id="sess-that-does-not-exist",
         )
-        await _still_answers(
+        await still_answers(
             acp_client,
             turn,
             "jsonrpc.every-request-answered",
@@ -89,11 +66,11 @@ async def test_update_flood(acp_client: ClientHarness) -> None:
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
-        baseline = await _baseline(turn)
+        baseline = await permission_baseline(turn)
         words = "streaming " * 20
         for i in range(2000):
             await turn.say(f"{i:04d} {words}\n")
-        await _still_answers(acp_client, turn, "jsonrpc.every-request-answered", "a flood of 2000 updates", baseline)
+        await still_answers(acp_client, turn, "jsonrpc.every-request-answered", "a flood of 2000 updates", baseline)
         await turn.end()
 
 
@@ -105,10 +82,10 @@ async def test_meta_everywhere(acp_client: ClientHarness) -> None:
     async with acp_client.connect(AgentSetup(meta=True)) as conn:
         turn = await first_turn(acp_client, conn)
         conn.agent.setup.meta = False  # the baseline request carries no _meta
-        baseline = await _baseline(turn)
+        baseline = await permission_baseline(turn)
         conn.agent.setup.meta = True
         await turn.say("Hello with _meta.")
-        answer = await _still_answers(acp_client, turn, "ext.meta.everywhere", "requests carrying _meta", baseline)
+        answer = await still_answers(acp_client, turn, "ext.meta.everywhere", "requests carrying _meta", baseline)
         acp_client.check(
             "cap.custom-meta",
             answer is not None,
@@ -144,11 +121,11 @@ async def test_unknown_extension_notifications(acp_client: ClientHarness) -> Non
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
-        baseline = await _baseline(turn)
+        baseline = await permission_baseline(turn)
         start = len(conn.peer.events)
         for i in range(3):
             await conn.peer.notify("_acp_conformance/unknown_notification", {"n": i, "_meta": {"x": [1, 2]}})
-        await _still_answers(acp_client, turn, "ext.notification.ignore", "unknown extension notifications", baseline)
+        await still_answers(acp_client, turn, "ext.notification.ignore", "unknown extension notifications", baseline)
         stray = [e for e in conn.peer.events[start:] if isinstance(e, Response) and e.method is None]
         acp_client.check(
             "jsonrpc.notification-no-response",
@@ -166,7 +143,7 @@ async def test_stray_responses_and_shared_ids(acp_client: ClientHarness) -> None
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
-        baseline = await _baseline(turn)
+        baseline = await permission_baseline(turn)
         init = conn.agent.init_request
         await conn.peer.send_raw(b'{"jsonrpc":"2.0","id":"never-sent-by-the-client-9","result":{}}\n')
         if init is not None:
@@ -199,7 +176,7 @@ async def test_stray_responses_and_shared_ids(acp_client: ClientHarness) -> None
             "id of the client's own pending session/prompt",
             f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}",
         )
-        await _still_answers(acp_client, turn, "jsonrpc.id-spaces-independent", "stray responses", baseline)
+        await still_answers(acp_client, turn, "jsonrpc.id-spaces-independent", "stray responses", baseline)
         await turn.end()
 
 
@@ -210,7 +187,7 @@ async def test_stderr_flood(acp_client: ClientHarness) -> None:
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
-        baseline = await _baseline(turn)
+        baseline = await permission_baseline(turn)
         line = b'{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}} log line ' + b"x" * 100 + b"\n"
         chunk = line * (64 * 1024 // len(line) + 1)
         written = 0
@@ -239,5 +216,5 @@ async def test_stderr_flood(acp_client: ClientHarness) -> None:
                 f"{acp_client.config.timeout:g} s",
             )
             return
-        await _still_answers(acp_client, turn, "transport.stdio.stderr-logs", "a 2 MiB stderr flood", baseline)
+        await still_answers(acp_client, turn, "transport.stdio.stderr-logs", "a 2 MiB stderr flood", baseline)
         await turn.end()

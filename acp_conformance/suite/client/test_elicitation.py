@@ -1,0 +1,141 @@
+"""Elicitation, client side (elicitation.mdx): the suite's agent asks the client questions.
+
+The client's capabilities decide what is asked: a mode it did not advertise must be refused
+with -32602; a form it did advertise must be answered with one of the actions; a mode nobody
+knows must never be handled as a known one; an ``elicitation/complete`` for an id the client
+never saw must be ignored.  A client that advertises no elicitation at all is still judged on
+refusing it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from acp_conformance.core.jsonrpc import ErrorCode
+from acp_conformance.endpoints.agent import PromptTurn
+from acp_conformance.errors import PeerTimeout
+from acp_conformance.harness.client import ClientConnection, ClientHarness
+from acp_conformance.results import Status
+from acp_conformance.suite._support import not_applicable
+from acp_conformance.suite.client._helpers import first_turn, permission_baseline, require, still_answers
+
+pytestmark = pytest.mark.anyio
+
+MODES = ("form", "url")
+
+
+def advertised_modes(conn: ClientConnection) -> set[str]:
+    """The modes the client advertised: present, non-null objects only (§ Checking support)."""
+    elicitation = conn.agent.client_capabilities.get("elicitation")
+    if not isinstance(elicitation, dict):
+        return set()
+    return {mode for mode in MODES if isinstance(elicitation.get(mode), dict)}
+
+
+def elicitation_params(turn: PromptTurn, mode: str) -> dict[str, Any]:
+    """A well-formed request of ``mode`` (an unknown mode gets the form fields)."""
+    if mode == "url":
+        return {
+            "mode": "url",
+            "elicitationId": f"acp-conformance-{turn.new_tool_call_id()}",
+            "url": "https://127.0.0.1/acp-conformance/elicit",
+            "message": "Open this page to continue (the suite never serves it).",
+        }
+    return {
+        "mode": mode,
+        "message": "Which greeting should the agent use?",
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"greeting": {"type": "string", "title": "Greeting", "enum": ["hello", "howdy"]}},
+            "required": ["greeting"],
+        },
+    }
+
+
+async def _ask(acp: ClientHarness, turn: PromptTurn, mode: str) -> Any:
+    try:
+        return await turn.call("elicitation/create", elicitation_params(turn, mode), validate=mode in MODES)
+    except PeerTimeout:
+        return None  # judged as jsonrpc.every-request-answered where the wait flagged it
+
+
+@pytest.mark.acp_clause("elicit.mode.unadvertised-error")
+async def test_an_unadvertised_mode_is_refused(acp_client: ClientHarness) -> None:
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        missing = [m for m in MODES if m not in advertised_modes(conn)]
+        if not missing:
+            await turn.end()
+            not_applicable("the client advertised both elicitation modes")
+        mode = missing[0]
+        resp = await _ask(acp_client, turn, mode)
+        if resp is not None:
+            code = resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
+            acp_client.check(
+                "elicit.mode.unadvertised-error",
+                code == ErrorCode.INVALID_PARAMS,
+                f"error -32602 (Invalid params) for a {mode} elicitation the client did not advertise",
+                f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}",
+            )
+        await turn.end()
+
+
+@pytest.mark.acp_clause("elicit.response.shape")
+async def test_an_advertised_form_is_answered_with_an_action(acp_client: ClientHarness) -> None:
+    """The answer's shape is judged on the frame (the schema's CreateElicitationResponse, charged to
+    elicit.response.shape); here the client is asked, and a known action is required."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        if "form" not in advertised_modes(conn):
+            await turn.end()
+            not_applicable("the client did not advertise elicitation.form")
+        resp = await _ask(acp_client, turn, "form")
+        if resp is not None and not resp.is_error:
+            action = resp.result.get("action") if isinstance(resp.result, dict) else None
+            acp_client.check(
+                "elicit.response.shape",
+                action in ("accept", "decline", "cancel"),
+                "a result with action accept, decline or cancel",
+                f"result {resp.result!r}",
+            )
+        elif resp is not None:
+            why = f"the advertised form was answered with error {resp.error!r}: the clause judges the actions"
+            acp_client.record("elicit.response.shape", Status.NOT_APPLICABLE, why)
+        await turn.end()
+
+
+@pytest.mark.acp_clause("elicit.unknown-mode")
+async def test_an_unknown_mode_is_not_handled_as_a_known_one(acp_client: ClientHarness) -> None:
+    """A custom mode nobody defines, with a form's fields: accepting it with content would be
+    rendering it as a form.  An error, a decline or a cancel is right."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        resp = await _ask(acp_client, turn, "_acp_conformance_unknown_mode")
+        if resp is not None:
+            result = resp.result if isinstance(resp.result, dict) else {}
+            rendered = not resp.is_error and result.get("action") == "accept" and bool(result.get("content"))
+            acp_client.check(
+                "elicit.unknown-mode",
+                not rendered,
+                "no accept with content for an elicitation of an unknown mode (an error, decline or cancel)",
+                f"result {resp.result!r}",
+            )
+        await turn.end()
+
+
+@pytest.mark.acp_clause("elicit.complete.ignore-unknown")
+async def test_a_completion_for_an_unknown_id_is_ignored(acp_client: ClientHarness) -> None:
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        baseline = await permission_baseline(turn)
+        await conn.peer.notify("elicitation/complete", {"elicitationId": "acp-conformance-never-sent-7"})
+        await still_answers(
+            acp_client, turn, "elicit.complete.ignore-unknown", "an elicitation/complete for an unknown id", baseline
+        )
+        await turn.end()
