@@ -165,6 +165,12 @@ class ElicitationCall:
     answer: dict[str, Any] | None = None
 
 
+#: An elicitation action no agent knows (the schema's "other" variant, ``_`` for extensions), and
+#: the value its content carries: an agent that shows it took the answer for an ``accept``.
+UNKNOWN_ACTION = "_acp_conformance_unknown_action"
+UNKNOWN_ACTION_MARKER = "acp-conformance-unknown-action-7d1e"
+
+
 def form_content(requested: Any) -> dict[str, Any]:
     """An ``accept`` content for a form's ``requestedSchema``: each property's default, else its
     first enum value, else a value of its type (properties of unknown type are left out)."""
@@ -272,7 +278,8 @@ class ClientEndpoint:
         h["terminal/release"] = self._on_term_release
         h["elicitation/create"] = self._on_elicit
         #: How an advertised elicitation is answered: ``accept`` (content from the requested
-        #: schema), ``decline`` or ``cancel``.
+        #: schema), ``decline``, ``cancel``, or ``unknown-action`` (an extension action the agent
+        #: cannot know, carrying ``UNKNOWN_ACTION_MARKER`` in every field of its content).
         self.elicitation = "accept"
         self.elicitation_calls: list[ElicitationCall] = []
 
@@ -467,7 +474,12 @@ class ClientEndpoint:
             # elicitation.mdx § URL completion: a mode the client has not advertised is -32602.
             # Whether the agent should have asked is elicit.mode.gated's (the gating tests).
             raise HandlerError(ErrorCode.INVALID_PARAMS, f"elicitation mode {mode!r} was not advertised")
-        if self.elicitation == "accept" and mode == "form":
+        if self.elicitation == "unknown-action":
+            requested = params.get("requestedSchema")
+            props = requested.get("properties") if isinstance(requested, dict) else None
+            content = {name: UNKNOWN_ACTION_MARKER for name in props} if isinstance(props, dict) else {}
+            call.answer = {"action": UNKNOWN_ACTION, "content": content}
+        elif self.elicitation == "accept" and mode == "form":
             call.answer = {"action": "accept", "content": form_content(params.get("requestedSchema"))}
         elif self.elicitation == "accept":
             call.answer = {"action": "cancel"}  # nobody is here to consent to opening a URL

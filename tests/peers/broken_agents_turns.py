@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 
 from acp_conformance.core import jsonrpc
+from acp_conformance.core.events import Response
 from acp_conformance.peer import NO_ANSWER, HandlerError
 from mock_agent import MockAgent, Session, Turn
 from mock_agent.agent import CANCELLED
@@ -256,6 +257,17 @@ class AssumesElicitationSucceeds(MockAgent):
         return await super().turn_default(turn)
 
 
+class UnknownActionAsAccept(MockAgent):
+    """Reads any action but decline and cancel as accept, and uses the content it carries."""
+
+    def elicited_choice(self, response: Response | None) -> str | None:
+        result = response.result if response is not None and isinstance(response.result, dict) else {}
+        content = result.get("content")
+        if result.get("action") in ("decline", "cancel") or not isinstance(content, dict):
+            return None
+        return str(content.get("greeting"))
+
+
 class WritesWithoutCapability(MockAgent):
     def can_write_files(self) -> bool:
         return True
@@ -472,6 +484,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "elicitation-without-message": Breakage(ElicitationWithoutMessage, "elicit.request.shape"),
     "asks-api-key-in-form": Breakage(AsksApiKeyInForm, "elicit.form.no-secrets"),
     "assumes-elicitation-succeeds": Breakage(AssumesElicitationSucceeds, "elicit.agent-handles-failure"),
+    "unknown-action-as-accept": Breakage(UnknownActionAsAccept, "elicit.response.unknown-action"),
     "writes-without-capability": Breakage(WritesWithoutCapability, "fs.write.gated", also=_OMITTED, why_also=_WHY),
     "terminal-without-capability": Breakage(TerminalWithoutCapability, "term.gated", also=_OMITTED, why_also=_WHY),
     "elicits-without-capability": Breakage(

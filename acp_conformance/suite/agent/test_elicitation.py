@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import pytest
 
-from acp_conformance.endpoints.client import ClientCapabilities
+from acp_conformance.core import jsonrpc
+from acp_conformance.core.events import Event
+from acp_conformance.endpoints.client import UNKNOWN_ACTION, UNKNOWN_ACTION_MARKER, ClientCapabilities
 from acp_conformance.harness import AgentHarness
 from acp_conformance.suite._support import new_session, not_applicable
 from acp_conformance.suite.agent._helpers import wait_prompt_response
@@ -49,3 +51,35 @@ async def test_turn_survives_a_refused_elicitation(acp_agent: AgentHarness, answ
             f"no session/prompt answer within {conn.peer.timeout:g} s of our {answer!r} "
             f"({len(calls)} elicitation(s) answered)",
         )
+
+
+@pytest.mark.acp_clause("elicit.response.unknown-action")
+async def test_an_unknown_action_is_not_taken_for_accept(acp_agent: AgentHarness) -> None:
+    """We answer with an action the agent cannot know (the schema's extension variant) whose
+    content carries a marker in every field.  The schema: "They MUST NOT treat it as a known
+    elicitation action".  Treating it as ``accept`` is visible: the marker comes back in what the
+    agent sends afterwards.  As failure, decline or cancel it is not, and which one is not
+    visible either."""
+    async with acp_agent.connect(capabilities=FORM, permission="allow_once") as conn:
+        conn.client.elicitation = "unknown-action"
+        sid = await new_session(acp_agent, conn)
+        rid, start = await conn.client.send_prompt(sid, acp_agent.config.elicit_prompt)
+        await wait_prompt_response(conn, rid, start)  # what the turn sent is all on record
+        calls = [c for c in conn.client.elicitation_calls if c.answer is not None]
+        if not calls:
+            not_applicable("the agent sent no elicitation/create the client could answer (eliciting is optional)")
+        after = conn.peer.events[calls[0].arrived_at_event :]  # the request itself holds no marker
+        echoed = [e for e in after if UNKNOWN_ACTION_MARKER in _text_of(e)]
+        acp_agent.check(
+            "elicit.response.unknown-action",
+            not echoed,
+            f"the content of our {UNKNOWN_ACTION!r} answer left unused (the action handled as a failure, decline or "
+            "cancel; which one is not visible)",
+            f"the marker came back in {len(echoed)} frame(s), first: {_text_of(echoed[0])[:200]}" if echoed else "",
+        )
+
+
+def _text_of(ev: Event) -> str:
+    """What an event carried, as JSON text (params of requests and notifications, results, errors)."""
+    payload = {k: getattr(ev, k, None) for k in ("params", "result", "error")}
+    return jsonrpc.dumps(payload).decode("utf-8", "replace")
