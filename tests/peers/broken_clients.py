@@ -373,8 +373,9 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "exits-on-unknown-completion": Breakage(
         ExitsOnUnknownCompletion,
         "elicit.complete.ignore-unknown",
-        also=frozenset({"jsonrpc.every-request-answered"}),
-        why_also="once it has exited, the request that follows is never answered",
+        also=frozenset({"jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input"}),
+        why_also="once it has exited, the request that follows is never answered; the fuzz campaigns' malformed "
+        "elicitation/complete frames make it exit too (a robustness WARN)",
     ),
     "resource-link-without-name": Breakage(
         ResourceLinkWithoutName,
