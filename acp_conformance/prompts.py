@@ -4,11 +4,20 @@ scripted model endpoint; real agents are steered with ``--acp-prompt`` and frien
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_ELICIT_PROMPT", "DEFAULT_LONG_PROMPT", "DEFAULT_PROMPT", "DEFAULT_TOOL_PROMPT"]
+__all__ = [
+    "DEFAULT_ELICIT_PROMPT",
+    "DEFAULT_ELICIT_URL_PROMPT",
+    "DEFAULT_LONG_PROMPT",
+    "DEFAULT_PROMPT",
+    "DEFAULT_TOOL_PROMPT",
+]
 
 DEFAULT_PROMPT = "Hello! Please reply with a short greeting."
 DEFAULT_TOOL_PROMPT = "acp:tool Please create a file named acp-probe.txt containing 'hello' using your tools."
 DEFAULT_LONG_PROMPT = "acp:long Please count slowly from one to one thousand, one number per line."
 DEFAULT_ELICIT_PROMPT = (
     "acp:elicit Before you answer, ask me which greeting to use (hello or howdy) with your question tool."
+)
+DEFAULT_ELICIT_URL_PROMPT = (
+    "acp:elicit-url Connect the service you need through a page I open in my browser (URL elicitation), then go on."
 )

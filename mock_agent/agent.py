@@ -253,6 +253,7 @@ PROMPT_KEYWORDS: tuple[tuple[str, str, str], ...] = (
     ("acp:max-turn-requests", "max_turn_requests", "one message chunk, then stopReason max_turn_requests"),
     ("acp:long", "long", "ticks, then waits for session/cancel (ends cancelled; end_turn after 60 s)"),
     ("acp:tool", "tool", "a tool call, a permission request, then fs / terminal use as allowed"),
+    ("acp:elicit-url", "elicit_url", "a URL elicitation/create (elicitation.url advertised), completed once accepted"),
     ("acp:elicit", "elicit", "a form elicitation/create if the client advertises elicitation.form, else text"),
     ("use a tool", "tool", "the same as acp:tool"),
 )
@@ -320,6 +321,8 @@ class MockAgent:
         self.require_auth = require_auth
         self.authenticated = False
         self.client_caps = ClientCaps()
+        #: URL elicitations sent on this connection (their ids are numbered from it).
+        self.elicitation_count = 0
         self.client_info: Any = None
         self.initialized = False
         self.sessions: dict[str, Session] = {}
@@ -998,6 +1001,7 @@ class MockAgent:
             "max_tokens": self.turn_max_tokens,
             "max_turn_requests": self.turn_max_turn_requests,
             "elicit": self.turn_elicit,
+            "elicit_url": self.turn_elicit_url,
         }
         return await scenarios[self.choose_scenario(turn)](turn)
 
@@ -1094,6 +1098,46 @@ class MockAgent:
         content = response.result.get("content")
         choice = content.get("greeting") if isinstance(content, dict) else None
         return choice if choice in self.ELICIT_CHOICES else None
+
+    def can_elicit_url(self) -> bool:
+        elicitation = self.client_caps.raw.get("elicitation")
+        return isinstance(elicitation, dict) and isinstance(elicitation.get("url"), dict)
+
+    def new_elicitation_id(self) -> str:
+        """Unique among this connection's URL elicitations (elicitation.mdx § URL completion)."""
+        self.elicitation_count += 1
+        return f"acp-mock-elicitation-{self.elicitation_count}"
+
+    def url_elicitation_params(self, turn: Turn, elicitation_id: str) -> Json:
+        return {
+            "sessionId": turn.session_id,
+            "mode": "url",
+            "elicitationId": elicitation_id,
+            "url": f"https://127.0.0.1/acp-mock/connect?elicitationId={elicitation_id}",
+            "message": "Please open this page to connect the (pretend) service.",
+        }
+
+    def completion_params(self, elicitation_id: str) -> Json:
+        return {"elicitationId": elicitation_id}
+
+    async def turn_elicit_url(self, turn: Turn) -> str:
+        if not self.can_elicit_url():
+            await self._say(turn, "I would have asked you to open a page; there is no URL support, so I will not.")
+            return END_TURN
+        elicitation_id = self.new_elicitation_id()
+        params = self.url_elicitation_params(turn, elicitation_id)
+        response = await self.client_request(turn, "elicitation/create", params)
+        accepted = (
+            response is not None
+            and not response.is_error
+            and isinstance(response.result, dict)
+            and response.result.get("action") == "accept"
+        )
+        if accepted:
+            # The (pretend) out-of-band interaction is over: tell the same client, with the same id.
+            await self.peer.notify("elicitation/complete", self.completion_params(elicitation_id))
+        await self._say(turn, "Connected." if accepted else "Not connected; carrying on without it.")
+        return END_TURN
 
     async def turn_elicit(self, turn: Turn) -> str:
         if not self.can_elicit_form():

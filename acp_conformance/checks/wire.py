@@ -428,6 +428,61 @@ def check_form_secrets(frames: Frames) -> tuple[bool, list[Finding]]:
     return seen, out
 
 
+def _our_answers(frames: Frames) -> dict[tuple[str, Any], Any]:
+    """Our answers to the agent's requests, by id: the result (or None for an error)."""
+    out: dict[tuple[str, Any], Any] = {}
+    for e in frames.outbound:
+        m = e.message
+        if isinstance(m, dict) and "id" in m and "method" not in m:
+            out[id_key(m["id"])] = m.get("result")
+    return out
+
+
+def check_elicitation_ids(frames: Frames) -> tuple[bool, list[Finding]]:
+    """A URL elicitation reuses no ``elicitationId`` still outstanding on this connection: one not
+    yet answered, or accepted and not yet completed (elicitation/complete)."""
+    seen, out = False, []
+    answers = _our_answers(frames)
+    # Every frame of the agent in order: requests open ids, completions close them.
+    outstanding: dict[Any, Any] = {}  # elicitationId -> request id
+    for e, m in frames.messages():
+        raw = m.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if m.get("method") == "elicitation/complete" and "id" not in m:
+            outstanding.pop(params.get("elicitationId"), None)
+            continue
+        if m.get("method") != "elicitation/create" or params.get("mode") != "url" or "id" not in m:
+            continue
+        seen = True
+        eid = params.get("elicitationId")
+        for other, rid in list(outstanding.items()):
+            result = answers.get(id_key(rid), ...)
+            if result is not ... and not (isinstance(result, dict) and result.get("action") == "accept"):
+                del outstanding[other]  # declined, cancelled or refused: over
+        if eid in outstanding:
+            what = f"URL elicitation reuses elicitationId {eid!r}, still outstanding on this connection"
+            out.append(Finding(e, what))
+        outstanding[eid] = m["id"]
+    return seen, out
+
+
+def check_completion_routing(frames: Frames) -> tuple[bool, list[Finding]]:
+    """Every ``elicitation/complete`` the agent sends names a URL elicitation it sent us earlier."""
+    seen, out = False, []
+    sent: set[Any] = set()
+    for e, m in frames.messages():
+        raw = m.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if m.get("method") == "elicitation/create" and params.get("mode") == "url":
+            sent.add(params.get("elicitationId"))
+        elif m.get("method") == "elicitation/complete" and "id" not in m:
+            seen = True
+            eid = params.get("elicitationId")
+            if eid not in sent:
+                out.append(Finding(e, f"elicitation/complete for {eid!r}, no URL elicitation this client received"))
+    return seen, out
+
+
 # ---------------------------------------------------------- $/cancel_request
 def check_cancel_request_target(frames: Frames) -> tuple[bool, list[Finding]]:
     """A ``$/cancel_request`` from the agent names a request the agent itself sent earlier."""
@@ -468,6 +523,8 @@ WIRE_CHECKS: dict[str, WireCheck] = {
     "config.shape": check_config_options,
     "cancelreq.shape": check_cancel_request_target,
     "elicit.form.no-secrets": check_form_secrets,
+    "elicit.url.id-unique": check_elicitation_ids,
+    "elicit.complete.routing": check_completion_routing,
 }
 
 #: clause id -> check (client role: the frames a client sent, against what the suite's agent sent).

@@ -61,6 +61,7 @@ class ClientCapabilities:
     fs_write: bool = True
     terminal: bool = True
     elicitation_form: bool = False
+    elicitation_url: bool = False
     extra: dict[str, Any] | None = None
     #: Leave the false flags out (``fs: {}``, no ``terminal``) instead of sending ``false``: the
     #: schema's defaults, which an agent must read as unsupported (cap.client.fs-defaults).
@@ -77,8 +78,11 @@ class ClientCapabilities:
             caps = {"fs": {k: v for k, v in fs.items() if v}}
             if self.terminal:
                 caps["terminal"] = True
-        if self.elicitation_form:
-            caps["elicitation"] = {"form": {}}
+        if self.elicitation_form or self.elicitation_url:
+            caps["elicitation"] = {
+                **({"form": {}} if self.elicitation_form else {}),
+                **({"url": {}} if self.elicitation_url else {}),
+            }
         if self.extra:
             caps.update(self.extra)
         return caps
@@ -482,7 +486,7 @@ class ClientEndpoint:
         elif self.elicitation == "accept" and mode == "form":
             call.answer = {"action": "accept", "content": form_content(params.get("requestedSchema"))}
         elif self.elicitation == "accept":
-            call.answer = {"action": "cancel"}  # nobody is here to consent to opening a URL
+            call.answer = {"action": "accept"}  # consent to open the URL (a test client never opens it)
         else:
             call.answer = {"action": self.elicitation}
         return call.answer

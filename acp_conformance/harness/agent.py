@@ -41,7 +41,13 @@ from acp_conformance.harness.base import (
     liveness,
 )
 from acp_conformance.peer import Peer
-from acp_conformance.prompts import DEFAULT_ELICIT_PROMPT, DEFAULT_LONG_PROMPT, DEFAULT_PROMPT, DEFAULT_TOOL_PROMPT
+from acp_conformance.prompts import (
+    DEFAULT_ELICIT_PROMPT,
+    DEFAULT_ELICIT_URL_PROMPT,
+    DEFAULT_LONG_PROMPT,
+    DEFAULT_PROMPT,
+    DEFAULT_TOOL_PROMPT,
+)
 from acp_conformance.results import Status
 from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transcript import Transcript, redactor
@@ -65,6 +71,7 @@ class AgentConfig:
     tool_prompt: str = DEFAULT_TOOL_PROMPT
     long_prompt: str = DEFAULT_LONG_PROMPT
     elicit_prompt: str = DEFAULT_ELICIT_PROMPT
+    elicit_url_prompt: str = DEFAULT_ELICIT_URL_PROMPT
     auth_method: str | None = None
     #: Optional per-connection preparation (peer profiles): called with a fresh
     #: directory, entered around the agent process; its ``env`` is added to the

@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 
 from acp_conformance.harness.human import MODES
-from acp_conformance.prompts import DEFAULT_ELICIT_PROMPT, DEFAULT_LONG_PROMPT, DEFAULT_PROMPT, DEFAULT_TOOL_PROMPT
+from acp_conformance.prompts import (
+    DEFAULT_ELICIT_PROMPT,
+    DEFAULT_ELICIT_URL_PROMPT,
+    DEFAULT_LONG_PROMPT,
+    DEFAULT_PROMPT,
+    DEFAULT_TOOL_PROMPT,
+)
 
 __all__ = [
     "FUZZ_ENV",
@@ -106,6 +112,11 @@ def _agent_options(g: Any) -> None:
         "--acp-elicit-prompt",
         default=DEFAULT_ELICIT_PROMPT,
         help="prompt meant to make the agent ask the user a question (form elicitation tests)",
+    )
+    g.addoption(
+        "--acp-elicit-url-prompt",
+        default=DEFAULT_ELICIT_URL_PROMPT,
+        help="prompt meant to make the agent open a URL elicitation (URL elicitation tests)",
     )
     g.addoption(
         "--acp-long-prompt",

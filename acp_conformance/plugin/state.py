@@ -118,6 +118,7 @@ def _agent_config(config: pytest.Config) -> AgentConfig:
         tool_prompt=opt("acp_tool_prompt"),
         long_prompt=opt("acp_long_prompt"),
         elicit_prompt=opt("acp_elicit_prompt"),
+        elicit_url_prompt=opt("acp_elicit_url_prompt"),
         auth_method=opt("acp_auth_method"),
         setup=setup,
     )

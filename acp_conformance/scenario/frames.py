@@ -167,4 +167,5 @@ def client_caps(wire: Any) -> ClientCapabilities:
         fs_write=fs.get("writeTextFile") is True,
         terminal=caps.get("terminal") is True,
         elicitation_form=isinstance(elicitation, dict) and isinstance(elicitation.get("form"), dict),
+        elicitation_url=isinstance(elicitation, dict) and isinstance(elicitation.get("url"), dict),
     )

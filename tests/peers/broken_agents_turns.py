@@ -268,6 +268,25 @@ class UnknownActionAsAccept(MockAgent):
         return str(content.get("greeting"))
 
 
+class ReusesOutstandingElicitationId(MockAgent):
+    """One elicitationId for every URL elicitation, and no completion: the second reuses the id of
+    the first while it is still outstanding (accepted, never completed)."""
+
+    def new_elicitation_id(self) -> str:
+        return "acp-mock-elicitation-1"
+
+    async def turn_elicit_url(self, turn: Turn) -> str:
+        if self.can_elicit_url():
+            params = self.url_elicitation_params(turn, self.new_elicitation_id())
+            await self.client_request(turn, "elicitation/create", params)
+        return await super().turn_default(turn)
+
+
+class CompletesUnknownElicitation(MockAgent):
+    def completion_params(self, elicitation_id: str) -> Json:
+        return {"elicitationId": f"{elicitation_id}-other"}
+
+
 class WritesWithoutCapability(MockAgent):
     def can_write_files(self) -> bool:
         return True
@@ -485,6 +504,8 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "asks-api-key-in-form": Breakage(AsksApiKeyInForm, "elicit.form.no-secrets"),
     "assumes-elicitation-succeeds": Breakage(AssumesElicitationSucceeds, "elicit.agent-handles-failure"),
     "unknown-action-as-accept": Breakage(UnknownActionAsAccept, "elicit.response.unknown-action"),
+    "reuses-outstanding-elicitation-id": Breakage(ReusesOutstandingElicitationId, "elicit.url.id-unique"),
+    "completes-unknown-elicitation": Breakage(CompletesUnknownElicitation, "elicit.complete.routing"),
     "writes-without-capability": Breakage(WritesWithoutCapability, "fs.write.gated", also=_OMITTED, why_also=_WHY),
     "terminal-without-capability": Breakage(TerminalWithoutCapability, "term.gated", also=_OMITTED, why_also=_WHY),
     "elicits-without-capability": Breakage(

@@ -266,3 +266,33 @@ def test_form_content_follows_the_requested_schema() -> None:
     }
     assert form_content(requested) == {"a": "d", "b": "x", "c": 1, "e": "one"}
     assert form_content(None) == {}
+
+
+def _url(rid: int, eid: str) -> Entry:
+    params = {"sessionId": SID, "mode": "url", "elicitationId": eid, "url": "https://x.test/", "message": "m"}
+    return entry("in", {"jsonrpc": "2.0", "id": rid, "method": "elicitation/create", "params": params})
+
+
+def _answer(rid: int, action: str) -> Entry:
+    return entry("out", {"jsonrpc": "2.0", "id": rid, "result": {"action": action}})
+
+
+def _complete(eid: str) -> Entry:
+    return entry("in", {"jsonrpc": "2.0", "method": "elicitation/complete", "params": {"elicitationId": eid}})
+
+
+def test_url_elicitation_ids_and_completion() -> None:
+    # Accepted and completed, then reused: fine.  Accepted, not completed, reused: outstanding.
+    assert judge(wire.check_elicitation_ids, [_url(1, "a"), _complete("a"), _url(2, "a")], [_answer(1, "accept")]) == (
+        True,
+        [],
+    )
+    reused = judge(wire.check_elicitation_ids, [_url(1, "a"), _url(2, "a")], [_answer(1, "accept")])[1]
+    assert reused == ["URL elicitation reuses elicitationId 'a', still outstanding on this connection"]
+    declined = judge(wire.check_elicitation_ids, [_url(1, "a"), _url(2, "a")], [_answer(1, "decline")])
+    assert declined == (True, []), "a declined elicitation is over"
+    assert judge(wire.check_completion_routing, [_url(1, "a"), _complete("a")]) == (True, [])
+    assert judge(wire.check_completion_routing, [_url(1, "a"), _complete("b")])[1] == [
+        "elicitation/complete for 'b', no URL elicitation this client received"
+    ]
+    assert judge(wire.check_completion_routing, [_url(1, "a")]) == (False, [])

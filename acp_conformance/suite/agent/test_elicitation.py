@@ -27,6 +27,7 @@ from acp_conformance.suite.agent._helpers import wait_prompt_response
 pytestmark = pytest.mark.anyio
 
 FORM = ClientCapabilities(elicitation_form=True)
+URL = ClientCapabilities(elicitation_url=True)
 
 
 @pytest.mark.parametrize("answer", ["decline", "cancel"])
@@ -77,6 +78,23 @@ async def test_an_unknown_action_is_not_taken_for_accept(acp_agent: AgentHarness
             "cancel; which one is not visible)",
             f"the marker came back in {len(echoed)} frame(s), first: {_text_of(echoed[0])[:200]}" if echoed else "",
         )
+
+
+@pytest.mark.acp_clause("elicit.url.id-unique", "elicit.complete.routing", "elicit.request.shape")
+async def test_url_elicitations_and_their_completion(acp_agent: AgentHarness) -> None:
+    """With elicitation.url advertised and the URL prompt, twice on one connection (we accept each;
+    the suite never opens the URL): the elicitationIds of outstanding URL elicitations differ, and an
+    elicitation/complete names one we received.  Both are judged on the frames (checks.wire);
+    an agent that opens no URL elicitation makes them NOT_APPLICABLE."""
+    async with acp_agent.connect(capabilities=URL, permission="allow_once") as conn:
+        conn.client.elicitation = "accept"
+        sid = await new_session(acp_agent, conn)
+        for _ in range(2):
+            rid, start = await conn.client.send_prompt(sid, acp_agent.config.elicit_url_prompt)
+            await wait_prompt_response(conn, rid, start)
+        urls = [c for c in conn.client.elicitation_calls if (c.request.params or {}).get("mode") == "url"]
+        if not urls:
+            not_applicable("the agent sent no URL elicitation (eliciting is optional)")
 
 
 def _text_of(ev: Event) -> str:
