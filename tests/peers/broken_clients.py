@@ -276,6 +276,18 @@ class CancelsUnadvertisedUrl(_ElicitationOverride):
         return {"action": "cancel"} if params.get("mode") == "url" else None
 
 
+class EmptyElicitationMeansForm(_ElicitationOverride):
+    """Advertises ``elicitation: {}`` and, by MCP's rule, takes it for form support."""
+
+    def initialize_params(self) -> Json:
+        params = super().initialize_params()
+        params["clientCapabilities"]["elicitation"] = {}
+        return params
+
+    def answer(self, params: Json) -> Json | None:
+        return {"action": "accept", "content": {"greeting": "hello"}} if params.get("mode") == "form" else None
+
+
 class FormAnswerWithoutAction(_ElicitationOverride):
     def answer(self, params: Json) -> Json | None:
         return {"content": {"greeting": "hello"}} if params.get("mode") == "form" else None
@@ -369,6 +381,12 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     # elicitation
     "cancels-unadvertised-url": Breakage(CancelsUnadvertisedUrl, "elicit.mode.unadvertised-error", status="WARN"),
     "form-answer-without-action": Breakage(FormAnswerWithoutAction, "elicit.response.shape"),
+    "empty-elicitation-means-form": Breakage(
+        EmptyElicitationMeansForm,
+        "elicit.capability.explicit",
+        also=frozenset({"elicit.mode.unadvertised-error"}),
+        why_also="the form it answers is one it did not advertise, which should get -32602 (a WARN)",
+    ),
     "renders-unknown-mode-as-form": Breakage(RendersUnknownModeAsForm, "elicit.unknown-mode"),
     "exits-on-unknown-completion": Breakage(
         ExitsOnUnknownCompletion,

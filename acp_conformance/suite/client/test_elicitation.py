@@ -61,8 +61,12 @@ async def _ask(acp: ClientHarness, turn: PromptTurn, mode: str) -> Any:
         return None  # judged as jsonrpc.every-request-answered where the wait flagged it
 
 
-@pytest.mark.acp_clause("elicit.mode.unadvertised-error")
+@pytest.mark.acp_clause("elicit.mode.unadvertised-error", "elicit.capability.explicit")
 async def test_an_unadvertised_mode_is_refused(acp_client: ClientHarness) -> None:
+    """A mode the client did not advertise gets -32602 (a SHOULD: the sentence has no keyword).
+    When the client sent an elicitation object, the mode missing from it is unsupported by the
+    client's own declaration: accepting it anyway is reading ``{}`` or a null mode as support,
+    which elicit.capability.explicit forbids (MCP's rule, not ACP's)."""
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
@@ -71,14 +75,30 @@ async def test_an_unadvertised_mode_is_refused(acp_client: ClientHarness) -> Non
             await turn.end()
             not_applicable("the client advertised both elicitation modes")
         mode = missing[0]
+        declared = isinstance(conn.agent.client_capabilities.get("elicitation"), dict)
         resp = await _ask(acp_client, turn, mode)
         if resp is not None:
             code = resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
+            answer = f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}"
+            accepted = not resp.is_error and isinstance(resp.result, dict) and resp.result.get("action") == "accept"
+            if declared:
+                elicitation = conn.agent.client_capabilities.get("elicitation")
+                acp_client.check(
+                    "elicit.capability.explicit",
+                    not accepted,
+                    f"no accept for a {mode} elicitation: the client's elicitation object {elicitation!r} does not "
+                    f"advertise {mode}",
+                    answer,
+                    stop=False,
+                )
+            else:
+                reason = "the client sent no elicitation object (nothing to read explicitly)"
+                acp_client.record("elicit.capability.explicit", Status.NOT_APPLICABLE, reason)
             acp_client.check(
                 "elicit.mode.unadvertised-error",
                 code == ErrorCode.INVALID_PARAMS,
                 f"error -32602 (Invalid params) for a {mode} elicitation the client did not advertise",
-                f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}",
+                answer,
             )
         await turn.end()
 
