@@ -307,6 +307,29 @@ class ExitsOnUnknownCompletion(MockClient):
         super().on_notification(note)
 
 
+class SwallowsCancelledRequest(MockClient):
+    """Holds its answer to extension requests briefly; one that a $/cancel_request names in the
+    meantime is dropped without any response."""
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+        cancelled: dict[Any, anyio.Event] = {}
+
+        def on_cancel(note: Notification) -> None:
+            if note.method == "$/cancel_request" and isinstance(note.params, dict):
+                cancelled.setdefault(str(note.params.get("requestId")), anyio.Event()).set()
+
+        async def unknown(req: Request) -> Any:
+            event = cancelled.setdefault(str(req.id), anyio.Event())
+            with anyio.move_on_after(1.0):
+                await event.wait()
+                return NO_ANSWER
+            raise HandlerError(-32601, f"method not found: {req.method}")
+
+        peer.listeners.append(on_cancel)
+        peer.default_handler = unknown
+
+
 class ConfusesIdSpaces(MockClient):
     async def handle_permission(self, req: Request, default: Any) -> Any:
         tool_call = req.params.get("toolCall", {}) if isinstance(req.params, dict) else {}
@@ -442,6 +465,7 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
         why_also="once it has exited, the request that follows is never answered",
     ),
     "confuses-id-spaces": Breakage(ConfusesIdSpaces, "jsonrpc.id-spaces-independent"),
+    "swallows-cancelled-request": Breakage(SwallowsCancelledRequest, "cancelreq.must-answer"),
     "rejects-meta": Breakage(RejectsMeta, "ext.meta.everywhere"),
     "stderr-not-drained": Breakage(StderrNotDrained, "transport.stdio.stderr-logs", status="INFO"),
 }

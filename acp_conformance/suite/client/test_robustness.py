@@ -218,3 +218,29 @@ async def test_stderr_flood(acp_client: ClientHarness) -> None:
             return
         await still_answers(acp_client, turn, "transport.stdio.stderr-logs", "a 2 MiB stderr flood", baseline)
         await turn.end()
+
+
+@pytest.mark.acp_clause("cancelreq.must-answer")
+async def test_a_cancelled_request_still_gets_an_answer(acp_client: ClientHarness) -> None:
+    """We send an extension request and, at once, ``$/cancel_request`` naming it: acting on the
+    notification is optional (a MAY), but the request is still owed its one response, a result or
+    an error (-32800 when the cancellation aborted it).  A second response is
+    jsonrpc.no-duplicate-response's, judged on the transcript."""
+    require(acp_client, "prompt")
+    async with acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        rid = await conn.peer.send_request("_acp_conformance/unknown_request", {"probe": "cancelled"})
+        await conn.peer.notify("$/cancel_request", {"requestId": rid})
+        try:
+            # The silence, if any, is this clause's (the one naming it), not flagged twice.
+            resp = await conn.peer.wait_response(rid, method="_acp_conformance/unknown_request", flag=False)
+            got = f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}"
+        except PeerError as exc:
+            resp, got = None, exc.message
+        acp_client.check(
+            "cancelreq.must-answer",
+            resp is not None,
+            "a response to our request after $/cancel_request named it (a result, or an error such as -32800)",
+            got,
+        )
+        await turn.end()
