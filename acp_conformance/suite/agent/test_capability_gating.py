@@ -81,21 +81,14 @@ async def test_capability_gating(acp_agent: AgentHarness, cell: str, request: py
         if cell != NULL_ELICITATION:
             reason = f"judged in the {NULL_ELICITATION} cell"
             record(acp_agent, Status.NOT_APPLICABLE, reason, "elicit.capability.explicit")
-        elif elicitations:
-            acp_agent.check(
-                "elicit.capability.explicit",
-                False,
-                "no elicitation/create: clientCapabilities.elicitation {form: null, url: null} advertises no mode",
-                f"{len(elicitations)} call(s), first: {elicitations[0].raw[:160]!r}",
-            )
-        elif not used_tool:
-            record(acp_agent, Status.NOT_APPLICABLE, STEER, "elicit.capability.explicit")
         else:
-            acp_agent.check(
+            _judge_no_calls(
+                acp_agent,
                 "elicit.capability.explicit",
-                True,
+                elicitations,
+                used_tool,
+                "no elicitation/create: clientCapabilities.elicitation {form: null, url: null} advertises no mode",
                 "a tool turn with elicitation {form: null, url: null} advertised and no elicitation/create",
-                "",
             )
         if cell == FLAGS_OMITTED:
             _judge_omitted_flags(acp_agent, conn.peer.requests(), used_tool)
@@ -108,21 +101,14 @@ async def test_capability_gating(acp_agent: AgentHarness, cell: str, request: py
                 record(acp_agent, Status.NOT_APPLICABLE, "judged as cap.client.fs-defaults in this cell", clause)
             elif getattr(caps, attr):
                 record(acp_agent, Status.NOT_APPLICABLE, f"the client advertised {name} in this run", clause)
-            elif calls:
-                acp_agent.check(
-                    clause,
-                    False,
-                    f"no {' / '.join(methods)} call: the client did not advertise {name} ({cell})",
-                    f"{len(calls)} call(s), first: {calls[0].method} {calls[0].raw[:160]!r}",
-                )
-            elif not used_tool:
-                record(acp_agent, Status.NOT_APPLICABLE, STEER, clause)
             else:
-                acp_agent.check(
+                _judge_no_calls(
+                    acp_agent,
                     clause,
-                    True,
+                    calls,
+                    used_tool,
+                    f"no {' / '.join(methods)} call: the client did not advertise {name} ({cell})",
                     f"a tool turn without {name} advertised ({cell}) and no {' / '.join(methods)} call",
-                    "",
                 )
         resp = turn.response
         assert resp is not None
@@ -163,20 +149,26 @@ async def test_capability_gating(acp_agent: AgentHarness, cell: str, request: py
 def _judge_omitted_flags(acp_agent: AgentHarness, requests: list[Request], used_tool: bool) -> None:
     """With ``fs: {}`` and no ``terminal``, every fs and terminal flag is false by default."""
     methods = ("fs/read_text_file", "fs/write_text_file", *TERMINAL_METHODS)
-    calls = [r for r in requests if r.method in methods]
+    _judge_no_calls(
+        acp_agent,
+        "cap.client.fs-defaults",
+        [r for r in requests if r.method in methods],
+        used_tool,
+        "no fs/* or terminal/* call: clientCapabilities {fs: {}} with terminal omitted advertises neither",
+        "a tool turn with fs: {} and terminal omitted, and no fs/* or terminal/* call",
+    )
+
+
+def _judge_no_calls(
+    acp_agent: AgentHarness, clause: str, calls: list[Request], used_tool: bool, forbidden: str, passed: str
+) -> None:
+    """A gate: any ungated call FAILs ``clause``; none PASSes it, but only when the agent used a
+    tool in the turn (otherwise nothing tempted it: NOT_APPLICABLE, with how to steer it)."""
     if calls:
         acp_agent.check(
-            "cap.client.fs-defaults",
-            False,
-            "no fs/* or terminal/* call: clientCapabilities {fs: {}} with terminal omitted advertises neither",
-            f"{len(calls)} call(s), first: {calls[0].method} {calls[0].raw[:160]!r}",
+            clause, False, forbidden, f"{len(calls)} call(s), first: {calls[0].method} {calls[0].raw[:160]!r}"
         )
     elif not used_tool:
-        record(acp_agent, Status.NOT_APPLICABLE, STEER, "cap.client.fs-defaults")
+        record(acp_agent, Status.NOT_APPLICABLE, STEER, clause)
     else:
-        acp_agent.check(
-            "cap.client.fs-defaults",
-            True,
-            "a tool turn with fs: {} and terminal omitted, and no fs/* or terminal/* call",
-            "",
-        )
+        acp_agent.check(clause, True, passed, "")
