@@ -8,8 +8,10 @@ __all__ = [
     "DEFAULT_ELICIT_PROMPT",
     "DEFAULT_ELICIT_URL_PROMPT",
     "DEFAULT_LONG_PROMPT",
+    "DEFAULT_PLAN_PROMPT",
     "DEFAULT_PROMPT",
     "DEFAULT_TOOL_PROMPT",
+    "dictated_steps",
 ]
 
 DEFAULT_PROMPT = "Hello! Please reply with a short greeting."
@@ -21,3 +23,14 @@ DEFAULT_ELICIT_PROMPT = (
 DEFAULT_ELICIT_URL_PROMPT = (
     "acp:elicit-url Connect the service you need through a page I open in my browser (URL elicitation), then go on."
 )
+DEFAULT_PLAN_PROMPT = (
+    "acp:plan Make a plan with exactly these steps and report it as you go: Read the prompt; Write the reply; "
+    "Check the reply"
+)
+
+
+def dictated_steps(prompt: str) -> list[str]:
+    """The steps a plan prompt dictates: after its last colon, separated by semicolons.  One rule
+    for the reference agent that plans them and the test that holds a plan against them."""
+    tail = prompt.rsplit(":", 1)[-1]
+    return [step.strip().rstrip(".") for step in tail.split(";") if step.strip().rstrip(".")]

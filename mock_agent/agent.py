@@ -40,6 +40,7 @@ from acp_conformance.core.connection import Role
 from acp_conformance.core.events import Notification, Request, Response, Violation
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout
 from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
+from acp_conformance.prompts import dictated_steps
 from acp_conformance.transcript import Direction, Entry, Transcript
 from acp_conformance.transport.base import Transport
 
@@ -253,6 +254,7 @@ PROMPT_KEYWORDS: tuple[tuple[str, str, str], ...] = (
     ("acp:max-turn-requests", "max_turn_requests", "one message chunk, then stopReason max_turn_requests"),
     ("acp:long", "long", "ticks, then waits for session/cancel (ends cancelled; end_turn after 60 s)"),
     ("acp:tool", "tool", "a tool call, a permission request, then fs / terminal use as allowed"),
+    ("acp:plan", "plan", "a plan of the steps after the prompt's last colon (';'-separated), updated as each runs"),
     ("acp:elicit-url", "elicit_url", "a URL elicitation/create (elicitation.url advertised), completed once accepted"),
     ("acp:elicit", "elicit", "a form elicitation/create if the client advertises elicitation.form, else text"),
     ("use a tool", "tool", "the same as acp:tool"),
@@ -1002,6 +1004,7 @@ class MockAgent:
             "max_turn_requests": self.turn_max_turn_requests,
             "elicit": self.turn_elicit,
             "elicit_url": self.turn_elicit_url,
+            "plan": self.turn_plan,
         }
         return await scenarios[self.choose_scenario(turn)](turn)
 
@@ -1065,6 +1068,24 @@ class MockAgent:
 
     async def _say(self, turn: Turn, text: str) -> None:
         await self.emit(turn, self.message_chunk("agent_message_chunk", text, turn.session.next_message_id("agent")))
+
+    # ------------------------------------------------------------------ plan
+    def plan_update(self, entries: list[Json]) -> Json:
+        """A plan update: the complete list, every entry with its current status (agent-plan.mdx)."""
+        return {"sessionUpdate": "plan", "entries": [dict(e) for e in entries]}
+
+    async def turn_plan(self, turn: Turn) -> str:
+        steps = dictated_steps(turn.text)
+        entries: list[Json] = [{"content": step, "priority": "medium", "status": "pending"} for step in steps]
+        await self.emit(turn, self.plan_update(entries))
+        for entry in entries:
+            for status in ("in_progress", "completed"):
+                if turn.cancelled:
+                    return CANCELLED
+                entry["status"] = status
+                await self.emit(turn, self.plan_update(entries))
+        await self._say(turn, f"Done: {len(entries)} step(s).")
+        return END_TURN
 
     # ----------------------------------------------------------- elicitation
     #: The one field the ``acp:elicit`` form asks for: an enum, nothing secret (elicitation.mdx § Form mode).

@@ -45,6 +45,7 @@ from acp_conformance.prompts import (
     DEFAULT_ELICIT_PROMPT,
     DEFAULT_ELICIT_URL_PROMPT,
     DEFAULT_LONG_PROMPT,
+    DEFAULT_PLAN_PROMPT,
     DEFAULT_PROMPT,
     DEFAULT_TOOL_PROMPT,
 )
@@ -72,6 +73,9 @@ class AgentConfig:
     long_prompt: str = DEFAULT_LONG_PROMPT
     elicit_prompt: str = DEFAULT_ELICIT_PROMPT
     elicit_url_prompt: str = DEFAULT_ELICIT_URL_PROMPT
+    plan_prompt: str = DEFAULT_PLAN_PROMPT
+    #: The agent plans exactly the steps ``plan_prompt`` dictates (``--acp-dictated-plans``).
+    dictated_plans: bool = False
     auth_method: str | None = None
     #: Optional per-connection preparation (peer profiles): called with a fresh
     #: directory, entered around the agent process; its ``env`` is added to the

@@ -21,6 +21,7 @@ from acp_conformance.prompts import (
     DEFAULT_ELICIT_PROMPT,
     DEFAULT_ELICIT_URL_PROMPT,
     DEFAULT_LONG_PROMPT,
+    DEFAULT_PLAN_PROMPT,
     DEFAULT_PROMPT,
     DEFAULT_TOOL_PROMPT,
 )
@@ -117,6 +118,17 @@ def _agent_options(g: Any) -> None:
         "--acp-elicit-url-prompt",
         default=DEFAULT_ELICIT_URL_PROMPT,
         help="prompt meant to make the agent open a URL elicitation (URL elicitation tests)",
+    )
+    g.addoption(
+        "--acp-plan-prompt",
+        default=DEFAULT_PLAN_PROMPT,
+        help="prompt dictating a plan's steps after its last colon, ';'-separated (plan tests)",
+    )
+    g.addoption(
+        "--acp-dictated-plans",
+        action="store_true",
+        help="the agent plans exactly the steps the plan prompt dictates (the reference agent does): only then "
+        "can a plan update be held against the full plan (plan.full-list)",
     )
     g.addoption(
         "--acp-long-prompt",

@@ -119,6 +119,8 @@ def _agent_config(config: pytest.Config) -> AgentConfig:
         long_prompt=opt("acp_long_prompt"),
         elicit_prompt=opt("acp_elicit_prompt"),
         elicit_url_prompt=opt("acp_elicit_url_prompt"),
+        plan_prompt=opt("acp_plan_prompt"),
+        dictated_plans=opt("acp_dictated_plans"),
         auth_method=opt("acp_auth_method"),
         setup=setup,
     )

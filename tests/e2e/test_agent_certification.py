@@ -75,6 +75,19 @@ def test_reference_agent_requiring_auth_passes_the_auth_checks(tmp_path: Path) -
     assert not run.with_status("FAIL", "WARN")
 
 
+def test_reference_agent_with_dictated_plans_sends_full_plans(tmp_path: Path) -> None:
+    """plan.full-list is judged only with --acp-dictated-plans (the suite must know the plan); the
+    reference agent plans exactly the dictated steps and PASSes it (partial-plan-updates FAILs it),
+    and without the option the clause says why it was not judged."""
+    (tmp_path / "with").mkdir()
+    (tmp_path / "without").mkdir()
+    run = run_suite(REFERENCE, tmp_path / "with", "--acp-dictated-plans", "--acp-clause=plan.full-list")
+    assert run.statuses()["plan.full-list"] == "PASS", run.stdout[-3000:]
+    run = run_suite(REFERENCE, tmp_path / "without", "--acp-clause=plan.full-list")
+    clause = next(c for c in run.report["clauses"] if c["id"] == "plan.full-list")
+    assert clause["status"] == "NOT_APPLICABLE" and "--acp-dictated-plans" in clause["tests"][0]["message"]
+
+
 def test_junitxml_carries_clause_ids(tmp_path: Path) -> None:
     proc = _pytest(tmp_path, f"--acp-agent={REFERENCE}", "--acp-clause=jsonrpc.unknown-method", "--junitxml=j.xml")
     tree = ET.parse(tmp_path / "j.xml")

@@ -287,6 +287,17 @@ class CompletesUnknownElicitation(MockAgent):
         return {"elicitationId": f"{elicitation_id}-other"}
 
 
+class PartialPlanUpdates(MockAgent):
+    """After the first plan, each update lists only the entry whose status changed."""
+
+    def plan_update(self, entries: list[Json]) -> Json:
+        self._plans = getattr(self, "_plans", 0) + 1
+        if self._plans == 1:
+            return super().plan_update(entries)
+        changed = [e for e in entries if e["status"] != "pending"][-1:]
+        return super().plan_update(changed)
+
+
 class WritesWithoutCapability(MockAgent):
     def can_write_files(self) -> bool:
         return True
@@ -506,6 +517,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "unknown-action-as-accept": Breakage(UnknownActionAsAccept, "elicit.response.unknown-action"),
     "reuses-outstanding-elicitation-id": Breakage(ReusesOutstandingElicitationId, "elicit.url.id-unique"),
     "completes-unknown-elicitation": Breakage(CompletesUnknownElicitation, "elicit.complete.routing"),
+    "partial-plan-updates": Breakage(PartialPlanUpdates, "plan.full-list", suite_args=("--acp-dictated-plans",)),
     "writes-without-capability": Breakage(WritesWithoutCapability, "fs.write.gated", also=_OMITTED, why_also=_WHY),
     "terminal-without-capability": Breakage(TerminalWithoutCapability, "term.gated", also=_OMITTED, why_also=_WHY),
     "elicits-without-capability": Breakage(
