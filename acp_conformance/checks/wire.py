@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import binascii
 import re
+import urllib.parse
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,6 +79,9 @@ GATED_UPDATES: dict[str, tuple[str, ...]] = {
 }
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+#: Query parameter names that carry a credential outright (beside SECRET_LABEL's): an OAuth
+#: client secret or PKCE verifier, a bare token.  ``state``, ``code_challenge``, ``client_id`` are not.
+URL_SECRET_PARAM = re.compile(r"token|secret|client[_-]?secret|code[_-]?verifier", re.IGNORECASE)
 #: What a form field asking for a secret is labelled with: elicitation.mdx § Form mode's own list
 #: ("passwords, API keys, access or refresh tokens, private keys, recovery codes, or payment
 #: credentials"), matched on a free-text field's key, title and description.
@@ -428,6 +432,30 @@ def check_form_secrets(frames: Frames) -> tuple[bool, list[Finding]]:
     return seen, out
 
 
+def check_url_credentials(frames: Frames) -> tuple[bool, list[Finding]]:
+    """No URL elicitation carries credentials in its URL: a password in the userinfo, or a query or
+    fragment parameter named as one of the credentials the docs list (``access_token=``, ``api_key=``
+    ...).  Personal data and pre-authenticated links cannot be told from the URL alone: the PASS
+    says only that none was labelled so."""
+    seen, out = False, []
+    for e, params in frames.requests("elicitation/create"):
+        url = params.get("url")
+        if params.get("mode") != "url" or not isinstance(url, str):
+            continue
+        seen = True
+        try:
+            parts = urllib.parse.urlsplit(url)
+        except ValueError:
+            continue  # not a URL: the schema's business (format uri)
+        labelled = [k for k, _ in urllib.parse.parse_qsl(parts.query) + urllib.parse.parse_qsl(parts.fragment)]
+        secret = [k for k in labelled if SECRET_LABEL.search(k) or URL_SECRET_PARAM.fullmatch(k)]
+        if parts.password:
+            secret.append("the userinfo's password")
+        if secret:
+            out.append(Finding(e, f"URL elicitation {_shorten(url, 80)!r} carries credentials: {', '.join(secret)}"))
+    return seen, out
+
+
 def _our_answers(frames: Frames) -> dict[tuple[str, Any], Any]:
     """Our answers to the agent's requests, by id: the result (or None for an error)."""
     out: dict[tuple[str, Any], Any] = {}
@@ -525,6 +553,7 @@ WIRE_CHECKS: dict[str, WireCheck] = {
     "elicit.form.no-secrets": check_form_secrets,
     "elicit.url.id-unique": check_elicitation_ids,
     "elicit.complete.routing": check_completion_routing,
+    "elicit.url.safety": check_url_credentials,
 }
 
 #: clause id -> check (client role: the frames a client sent, against what the suite's agent sent).

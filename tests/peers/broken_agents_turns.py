@@ -282,6 +282,15 @@ class ReusesOutstandingElicitationId(MockAgent):
         return await super().turn_default(turn)
 
 
+class TokenInElicitationUrl(MockAgent):
+    """Puts an access token in the URL it asks the user to open."""
+
+    def url_elicitation_params(self, turn: Turn, elicitation_id: str) -> Json:
+        params = super().url_elicitation_params(turn, elicitation_id)
+        params["url"] += "&access_token=acp-broken-secret-1234"
+        return params
+
+
 class CompletesUnknownElicitation(MockAgent):
     def completion_params(self, elicitation_id: str) -> Json:
         return {"elicitationId": f"{elicitation_id}-other"}
@@ -517,6 +526,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "unknown-action-as-accept": Breakage(UnknownActionAsAccept, "elicit.response.unknown-action"),
     "reuses-outstanding-elicitation-id": Breakage(ReusesOutstandingElicitationId, "elicit.url.id-unique"),
     "completes-unknown-elicitation": Breakage(CompletesUnknownElicitation, "elicit.complete.routing"),
+    "token-in-elicitation-url": Breakage(TokenInElicitationUrl, "elicit.url.safety"),
     "partial-plan-updates": Breakage(PartialPlanUpdates, "plan.full-list", suite_args=("--acp-dictated-plans",)),
     "writes-without-capability": Breakage(WritesWithoutCapability, "fs.write.gated", also=_OMITTED, why_also=_WHY),
     "terminal-without-capability": Breakage(TerminalWithoutCapability, "term.gated", also=_OMITTED, why_also=_WHY),

@@ -296,3 +296,20 @@ def test_url_elicitation_ids_and_completion() -> None:
         "elicitation/complete for 'b', no URL elicitation this client received"
     ]
     assert judge(wire.check_completion_routing, [_url(1, "a")]) == (False, [])
+
+
+def test_url_credentials() -> None:
+    def url(u: str) -> Entry:
+        params = {"sessionId": SID, "mode": "url", "elicitationId": "e", "url": u, "message": "m"}
+        return entry("in", {"jsonrpc": "2.0", "id": 3, "method": "elicitation/create", "params": params})
+
+    ok = url("https://auth.example/authorize?client_id=c&state=s&code_challenge=x&elicitationId=e")
+    assert judge(wire.check_url_credentials, [ok]) == (True, [])
+    for bad in (
+        "https://x.example/cb?access_token=abc",
+        "https://x.example/cb#token=abc",
+        "https://x.example/cb?client_secret=abc",
+        "https://user:hunter2@x.example/",
+        "https://x.example/?api_key=abc",
+    ):
+        assert len(judge(wire.check_url_credentials, [url(bad)])[1]) == 1, bad

@@ -80,7 +80,7 @@ async def test_an_unknown_action_is_not_taken_for_accept(acp_agent: AgentHarness
         )
 
 
-@pytest.mark.acp_clause("elicit.url.id-unique", "elicit.complete.routing", "elicit.request.shape")
+@pytest.mark.acp_clause("elicit.url.id-unique", "elicit.complete.routing", "elicit.url.safety", "elicit.request.shape")
 async def test_url_elicitations_and_their_completion(acp_agent: AgentHarness) -> None:
     """With elicitation.url advertised and the URL prompt, twice on one connection (we accept each;
     the suite never opens the URL): the elicitationIds of outstanding URL elicitations differ, and an
