@@ -101,6 +101,22 @@ class AgentSetup:
     #: Send ``agentCapabilities: {}``: every capability absent, which a client must read as unsupported
     #: (the flags above are then all false, which is what the handlers enforce).
     omit_capabilities: bool = False
+    #: Leave the boolean flags out (``promptCapabilities: {}``, ``mcpCapabilities: {}``, no
+    #: ``loadSession``): their schema default, false (cap.agent.defaults judges a client using them).
+    flags_omitted: bool = False
+    #: Declare every object-valued session and auth capability as ``null``: not supported
+    #: (cap.object-presence judges a client using them).
+    null_objects: bool = False
+
+    def gate_clause(self, clause: str, kind: str) -> str:
+        """The clause a client breaks by using a capability of ``kind`` (``object`` / ``flag``) this
+        setup did not give it: the gate's own, or the rule of how this setup withheld it (a null
+        object, an omitted flag), one defect, one clause."""
+        if kind == "object" and self.null_objects:
+            return "cap.object-presence"
+        if kind == "flag" and self.flags_omitted:
+            return "cap.agent.defaults"
+        return clause
 
     def capabilities(self) -> dict[str, Any]:
         if self.omit_capabilities:
@@ -116,6 +132,12 @@ class AgentSetup:
         }
         if self.session_capabilities:
             caps["sessionCapabilities"] = dict(self.session_capabilities)
+        if self.flags_omitted:
+            caps = {"promptCapabilities": {}, "mcpCapabilities": {}}
+        if self.null_objects:
+            names = ("list", "resume", "close", "delete", "additionalDirectories")
+            caps["sessionCapabilities"] = dict.fromkeys(names)
+            caps["auth"] = {"logout": None}
         if self.meta:
             caps["_meta"] = {"acp-conformance": {"probe": True}}
             caps["promptCapabilities"]["_meta"] = {"acp-conformance": 1}
@@ -473,7 +495,7 @@ class AgentEndpoint:
             kind = s.get("type") if isinstance(s, dict) else None
             if (kind == "http" and not self.setup.mcp_http) or (kind == "sse" and not self.setup.mcp_sse):
                 self.flag(
-                    "session.mcp.transport-gated",
+                    self.setup.gate_clause("session.mcp.transport-gated", "flag"),
                     f"{req.method} sent an MCP server of type {kind!r} although mcpCapabilities.{kind} is false",
                     req,
                 )
@@ -548,7 +570,8 @@ class AgentEndpoint:
 
     async def _on_logout(self, req: Request) -> Any:
         self._first_request_check(req)
-        self.flag("auth.logout.gated", "logout sent although agentCapabilities.auth.logout was not advertised", req)
+        clause = self.setup.gate_clause("auth.logout.gated", "object")
+        self.flag(clause, "logout sent although agentCapabilities.auth.logout was not advertised", req)
         raise HandlerError(ErrorCode.METHOD_NOT_FOUND, "logout is not supported")
 
     def new_session_id(self) -> str:
@@ -582,7 +605,8 @@ class AgentEndpoint:
         self._after_init_check(req)
         p = self._params(req)
         if not self.setup.load_session:
-            self.flag("session.load.gated", "session/load sent although the agent did not advertise loadSession", req)
+            clause = self.setup.gate_clause("session.load.gated", "flag")
+            self.flag(clause, "session/load sent although the agent did not advertise loadSession", req)
             raise HandlerError(ErrorCode.METHOD_NOT_FOUND, "session/load is not supported")
         missing = [k for k in ("sessionId", "cwd", "mcpServers") if k not in p]
         if missing:
@@ -604,7 +628,8 @@ class AgentEndpoint:
             self._first_request_check(req)
             self._after_init_check(req)
             if name not in self.setup.session_capabilities:
-                self.flag(clause, f"{req.method} sent although sessionCapabilities.{name} was not advertised", req)
+                why = f"{req.method} sent although sessionCapabilities.{name} was not advertised"
+                self.flag(self.setup.gate_clause(clause, "object"), why, req)
                 raise HandlerError(ErrorCode.METHOD_NOT_FOUND, f"{req.method} is not supported")
             if name == "list":
                 return {"sessions": []}
@@ -635,7 +660,10 @@ class AgentEndpoint:
             kind = b.get("type") if isinstance(b, dict) else None
             if kind in CONTENT_GATES:
                 flag, clause = CONTENT_GATES[kind]
-                if not caps.get(flag):
+                if not caps.get(flag) and self.setup.flags_omitted:
+                    why = f"prompt carries a {kind} block although promptCapabilities.{flag} is omitted (false)"
+                    self.flag(self.setup.gate_clause(clause, "flag"), why, req)
+                elif not caps.get(flag):
                     self.flag(clause, f"prompt carries a {kind} block although promptCapabilities.{flag} is false", req)
                     self.flag("prompt.content-gated", f"prompt carries a {kind} block the agent did not allow", req)
         turn = PromptTurn(self, req)

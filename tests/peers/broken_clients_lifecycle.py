@@ -193,6 +193,28 @@ class PromptNotArray(FilteredClient):
         return msg
 
 
+class ListsWhenListNull(MockClient):
+    """Takes a present ``sessionCapabilities.list`` key for support, even when its value is null."""
+
+    async def new_session(self) -> str:
+        sid = await super().new_session()
+        session = self.endpoint.agent_capabilities.get("sessionCapabilities")
+        if isinstance(session, dict) and "list" in session and session["list"] is None:
+            await self.peer.call("session/list", {})
+        return sid
+
+
+class ImageWhenFlagOmitted(MockClient):
+    """Honours ``image: false`` but takes a prompt capability left out of the object for granted."""
+
+    def prompt_blocks(self, text: str) -> list[Json]:
+        prompt = self.endpoint.agent_capabilities.get("promptCapabilities")
+        extra = []
+        if isinstance(prompt, dict) and "image" not in prompt:
+            extra = [{"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}]
+        return [*super().prompt_blocks(text), *extra]
+
+
 class ImageWithoutCapability(MockClient):
     def prompt_blocks(self, text: str) -> list[Json]:
         return [*super().prompt_blocks(text), {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}]
@@ -213,6 +235,8 @@ class ResourceWithoutCapability(MockClient):
 WHY_OMITTED = (
     "with agentCapabilities left out entirely it is also use of an absent capability (cap.omitted-unsupported)"
 )
+WHY_FLAG = "; with the flag left out of its object (false by default) too (cap.agent.defaults)"
+WHY_NULL = "; with the capability declared null too (cap.object-presence)"
 
 
 BREAKAGES: dict[str, Breakage[MockClient]] = {
@@ -228,8 +252,10 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
         why_also="the schema types the flag as a boolean",
     ),
     "loads-when-capability-omitted": Breakage(
-        LoadsWhenCapabilityOmitted, "cap.omitted-unsupported", also=frozenset({"session.load.gated"}),
-        why_also="the session/load it sends is one the agent did not advertise",
+        LoadsWhenCapabilityOmitted,
+        "cap.omitted-unsupported",
+        also=frozenset({"cap.agent.defaults", "session.load.gated"}),
+        why_also="the session/load it sends is one the agent did not advertise" + WHY_FLAG,
     ),
     "gives-up-without-prompt-capabilities": Breakage(
         GivesUpWithoutPromptCapabilities, "cap.all-combinations", status="WARN"
@@ -246,50 +272,70 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
         why_also="mcpServers is required by the schema",
     ),
     "relative-cwd": Breakage(RelativeCwd, "session.cwd.absolute"),
-    "http-mcp-server": Breakage(HttpMcpServer, "session.mcp.transport-gated"),
+    "http-mcp-server": Breakage(
+        HttpMcpServer,
+        "session.mcp.transport-gated",
+        also=frozenset({"cap.agent.defaults"}),
+        why_also="it names the http server also when the agent left mcpCapabilities.http out (false by default)",
+    ),
     "relative-mcp-command": Breakage(RelativeMcpCommand, "session.mcp.shapes"),
     "loads-unadvertised-session": Breakage(
-        LoadsUnadvertisedSession, "session.load.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED, scenario="client-load-gated",
+        LoadsUnadvertisedSession,
+        "session.load.gated",
+        also=frozenset({"cap.agent.defaults", "cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED + WHY_FLAG,
+        scenario="client-load-gated",
     ),
     "lists-unadvertised": Breakage(
-        ListsUnadvertised, "session.list.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED,
+        ListsUnadvertised,
+        "session.list.gated",
+        also=frozenset({"cap.object-presence", "cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED + WHY_NULL,
     ),
     "resumes-unadvertised": Breakage(
-        ResumesUnadvertised, "session.resume.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED,
+        ResumesUnadvertised,
+        "session.resume.gated",
+        also=frozenset({"cap.object-presence", "cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED + WHY_NULL,
     ),
     "closes-unadvertised": Breakage(
-        ClosesUnadvertised, "session.close.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED,
+        ClosesUnadvertised,
+        "session.close.gated",
+        also=frozenset({"cap.object-presence", "cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED + WHY_NULL,
     ),
     "deletes-unadvertised": Breakage(
-        DeletesUnadvertised, "session.delete.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED,
+        DeletesUnadvertised,
+        "session.delete.gated",
+        also=frozenset({"cap.object-presence", "cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED + WHY_NULL,
     ),
     "logs-out-unadvertised": Breakage(
-        LogsOutUnadvertised, "auth.logout.gated", also=frozenset({"cap.omitted-unsupported"}),
-        why_also=WHY_OMITTED,
+        LogsOutUnadvertised,
+        "auth.logout.gated",
+        also=frozenset({"cap.object-presence", "cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED + WHY_NULL,
     ),
     "prompts-unknown-session": Breakage(PromptsUnknownSession, "prompt.after-setup"),
+    "lists-when-list-null": Breakage(ListsWhenListNull, "cap.object-presence"),
+    "image-when-flag-omitted": Breakage(ImageWhenFlagOmitted, "cap.agent.defaults"),
     "prompt-not-array": Breakage(
         PromptNotArray, "prompt.params", also=frozenset({"schema.valid"}),
         why_also="prompt is an array in the schema",
     ),
     "image-without-capability": Breakage(
         ImageWithoutCapability, "content.image.gated",
-        also=frozenset({"prompt.content-gated", "cap.omitted-unsupported"}),
-        why_also="an image block is content the agent did not allow; " + WHY_OMITTED,
+        also=frozenset({"cap.agent.defaults", "prompt.content-gated", "cap.omitted-unsupported"}),
+        why_also="an image block is content the agent did not allow; " + WHY_OMITTED + WHY_FLAG,
     ),
     "audio-without-capability": Breakage(
         AudioWithoutCapability, "content.audio.gated",
-        also=frozenset({"prompt.content-gated", "cap.omitted-unsupported"}),
-        why_also="an audio block is content the agent did not allow; " + WHY_OMITTED,
+        also=frozenset({"cap.agent.defaults", "prompt.content-gated", "cap.omitted-unsupported"}),
+        why_also="an audio block is content the agent did not allow; " + WHY_OMITTED + WHY_FLAG,
     ),
     "resource-without-capability": Breakage(
         ResourceWithoutCapability, "content.resource.gated",
-        also=frozenset({"prompt.content-gated", "cap.omitted-unsupported"}),
-        why_also="an embedded resource is content the agent did not allow; " + WHY_OMITTED,
+        also=frozenset({"cap.agent.defaults", "prompt.content-gated", "cap.omitted-unsupported"}),
+        why_also="an embedded resource is content the agent did not allow; " + WHY_OMITTED + WHY_FLAG,
     ),
 }

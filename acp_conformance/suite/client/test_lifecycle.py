@@ -13,7 +13,7 @@ from acp_conformance.checks.shapes import implementation_ok
 from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import AgentSetup
 from acp_conformance.errors import PeerError
-from acp_conformance.harness.client import ClientHarness
+from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.results import Status
 from acp_conformance.suite.client._helpers import first_turn, inconclusive, manual_check, require
 from acp_conformance.transport.process import descendants
@@ -205,22 +205,79 @@ async def test_agent_capabilities_omitted(acp_client: ClientHarness) -> None:
         acp_client.check("cap.all-combinations", True, "a prompt turn with an agent declaring no capabilities", "")
         await turn.say("Hello from an agent that declares no capabilities.")
         await turn.end()
-        # Give a client that would (wrongly) go on to load, list or resume a moment to do so.
-        await conn.peer.quiet_for(0.3, lambda e: isinstance(e, Request) and e.method in GATED_METHODS)
-        used = sorted({e.method for e in conn.peer.events if isinstance(e, Request) and e.method in GATED_METHODS})
-        blocks = sorted(
-            {
-                str(b.get("type"))
-                for t in conn.agent.turns
-                for b in t.prompt
-                if isinstance(b, dict) and b.get("type") in GATED_BLOCKS
-            }
-        )
+        found = await _gated_uses(conn)
+        # As before the object/flag cells: gated methods and prompt blocks.
+        uses = [text for kind, text in found if kind in ("method", "block")]
         acp_client.check(
             "cap.omitted-unsupported",
-            not used and not blocks,
+            not uses,
             "no method or content gated by a capability the agent left out (absent means unsupported)",
-            f"sent {', '.join(used + [f'a {b} block' for b in blocks])}",
+            f"sent {', '.join(uses)}",
+        )
+
+
+async def _gated_uses(conn: ClientConnection) -> list[tuple[str, str]]:
+    """What the client used that a capability gates, as ``(kind, what)``: ``method``, ``block`` (of a
+    prompt), ``dirs`` (additionalDirectories), ``mcp`` (an http/sse MCP server); after giving a
+    client that would (wrongly) go on to load, list or resume a moment to do so (an observation
+    window: later uses are not judged)."""
+    await conn.peer.quiet_for(0.3, lambda e: isinstance(e, Request) and e.method in GATED_METHODS)
+    requests = [e for e in conn.peer.events if isinstance(e, Request)]
+    used = sorted({e.method for e in requests if e.method in GATED_METHODS})
+    blocks = sorted(
+        {
+            str(b.get("type"))
+            for t in conn.agent.turns
+            for b in t.prompt
+            if isinstance(b, dict) and b.get("type") in GATED_BLOCKS
+        }
+    )
+    out = [("method", m) for m in used] + [("block", f"a {b} block") for b in blocks]
+    for e in requests:
+        params = e.params if isinstance(e.params, dict) else {}
+        if "additionalDirectories" in params:
+            out.append(("dirs", f"additionalDirectories in {e.method}"))
+        servers = params.get("mcpServers")
+        for server in servers if isinstance(servers, list) else []:
+            if isinstance(server, dict) and server.get("type") in ("http", "sse"):
+                out.append(("mcp", f"an MCP server of type {server['type']} in {e.method}"))
+    return list(dict.fromkeys(out))
+
+
+@pytest.mark.acp_clause("cap.object-presence")
+async def test_null_capability_objects_are_unsupported(acp_client: ClientHarness) -> None:
+    """Every object-valued session and auth capability declared ``null``: "an omitted or null value
+    means unsupported" (initialization.mdx).  The client runs a turn and uses none of them: no
+    session/list, resume, close, delete or logout, no additionalDirectories."""
+    require(acp_client, "prompt")
+    async with acp_client.connect(AgentSetup(null_objects=True)) as conn:
+        turn = await first_turn(acp_client, conn)
+        await turn.end()
+        objects = ("session/list", "session/resume", "session/close", "session/delete", "logout")
+        uses = [text for kind, text in await _gated_uses(conn) if kind == "dirs" or text in objects]
+        acp_client.check(
+            "cap.object-presence",
+            not uses,
+            "no session/list, resume, close, delete, logout or additionalDirectories: each was declared null",
+            f"sent {', '.join(uses)}",
+        )
+
+
+@pytest.mark.acp_clause("cap.agent.defaults")
+async def test_omitted_capability_flags_are_false(acp_client: ClientHarness) -> None:
+    """``promptCapabilities: {}``, ``mcpCapabilities: {}`` and no ``loadSession``: each flag takes its
+    schema default, false.  The client runs a turn without image, audio or embedded resources, http
+    or sse MCP servers, or session/load."""
+    require(acp_client, "prompt")
+    async with acp_client.connect(AgentSetup(flags_omitted=True)) as conn:
+        turn = await first_turn(acp_client, conn)
+        await turn.end()
+        uses = [text for kind, text in await _gated_uses(conn) if kind in ("block", "mcp") or text == "session/load"]
+        acp_client.check(
+            "cap.agent.defaults",
+            not uses,
+            "no image, audio or resource block, no http/sse MCP server, no session/load: those flags were omitted",
+            f"sent {', '.join(uses)}",
         )
 
 
