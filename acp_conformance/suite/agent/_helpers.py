@@ -150,17 +150,28 @@ def answers(rid: Any) -> Callable[[Event], bool]:
     return lambda e: isinstance(e, Response) and e.method is not None and jsonrpc.id_key(e.id) == key
 
 
+#: Update kinds that are a turn's own output.  Session metadata an agent may send at any time
+#: (available_commands_update, current_mode_update, config_option_update, session_info_update,
+#: usage_update) does not show that a turn is running.
+TURN_OUTPUT = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"})
+
+
 def update_for(sid: str) -> Callable[[Event], bool]:
+    """An update of the session that is turn output (see ``TURN_OUTPUT``)."""
     return lambda e: (
         isinstance(e, Notification)
         and e.method == "session/update"
         and isinstance(e.params, dict)
         and e.params.get("sessionId") == sid
+        and isinstance(e.params.get("update"), dict)
+        and e.params["update"].get("sessionUpdate") in TURN_OUTPUT
     )
 
 
 async def start_long_turn(acp: AgentHarness, conn: Connection, sid: str) -> tuple[Any, int]:
-    """Start the long prompt and wait until it streams; INCONCLUSIVE if it ends first."""
+    """Start the long prompt and wait until it streams turn output (the turn is then provably
+    running: session metadata such as available_commands_update may come before the agent even
+    reads the prompt); INCONCLUSIVE if it ends first."""
     rid, start = await conn.client.send_prompt(sid, acp.config.long_prompt)
     is_update, is_answer = update_for(sid), answers(rid)
     first = await conn.peer.wait_for(
