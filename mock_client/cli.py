@@ -81,6 +81,14 @@ def build_parser(prog: str = "python -m mock_client") -> argparse.ArgumentParser
     )
     parser.add_argument("--cwd", default=None, help="session working directory (default: the current directory)")
     parser.add_argument(
+        "--add-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="an additional workspace root (repeatable), sent as an absolute path in session/new only when the "
+        "agent advertises sessionCapabilities.additionalDirectories",
+    )
+    parser.add_argument(
         "--cancel-after-permission",
         action="store_true",
         help="cancel the turn as soon as the agent asks for permission (the request is answered cancelled)",
@@ -139,6 +147,7 @@ def main(argv: Sequence[str] | None = None, *, client_cls: type[MockClient] = Mo
         timeout=300.0 if args.timeout is None else args.timeout,
         report=args.report,
         quiet=args.quiet,
+        add_dirs=list(args.add_dir),
     )
     if args.cwd is not None:
         options.cwd = args.cwd

@@ -65,6 +65,8 @@ class ClientOptions:
     timeout: float = 300.0
     report: str | None = None
     quiet: bool = False
+    #: Additional workspace roots, offered only to an agent that advertises them.
+    add_dirs: list[str] = field(default_factory=list)
 
 
 class MockClient:
@@ -194,7 +196,11 @@ class MockClient:
         }
 
     def session_params(self) -> dict[str, Any]:
-        return {"cwd": self.cwd, "mcpServers": []}
+        params: dict[str, Any] = {"cwd": self.cwd, "mcpServers": []}
+        # session-setup.mdx § Additional Workspace Roots: only when advertised, absolute paths.
+        if self.options.add_dirs and self.endpoint.agent_supports("sessionCapabilities.additionalDirectories"):
+            params["additionalDirectories"] = [str(Path(d).resolve()) for d in self.options.add_dirs]
+        return params
 
     def prompt_blocks(self, text: str) -> list[dict[str, Any]]:
         return [{"type": "text", "text": text}]

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import anyio
 
 from acp_conformance import __version__
+from acp_conformance.checks.gating import advertised
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.errors import PeerExited, PeerTimeout
@@ -487,6 +488,26 @@ class AgentEndpoint:
     def _check_cwd(self, req: Request, cwd: Any) -> None:
         if isinstance(cwd, str) and not os.path.isabs(cwd):
             self.flag("session.cwd.absolute", f"{req.method} cwd {cwd!r} is not an absolute path", req)
+        self._check_dirs(req)
+
+    def _check_dirs(self, req: Request) -> None:
+        """additionalDirectories only when advertised, every entry absolute (session-setup.mdx §
+        Additional Workspace Roots); judged wherever a session request carries a cwd."""
+        params = req.params if isinstance(req.params, dict) else {}
+        if "additionalDirectories" not in params:
+            return
+        if not advertised(self.setup.capabilities(), "sessionCapabilities.additionalDirectories"):
+            clause = self.setup.gate_clause("session.additional-dirs.gated", "object")
+            why = f"{req.method} carries additionalDirectories, which the agent did not advertise"
+            self.flag(clause, why, req)
+        dirs = params["additionalDirectories"]
+        relative = (
+            [d for d in dirs if not (isinstance(d, str) and os.path.isabs(d))] if isinstance(dirs, list) else [dirs]
+        )
+        if relative:
+            self.flag(
+                "session.additional-dirs.absolute", f"{req.method} additionalDirectories not absolute: {relative}", req
+            )
 
     def _check_mcp(self, req: Request, servers: Any) -> None:
         if not isinstance(servers, list):

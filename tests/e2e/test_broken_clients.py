@@ -37,10 +37,10 @@ from tests.peers.broken_clients import BREAKAGES
 BROKEN = ROOT / "tests" / "peers" / "broken_clients.py"
 
 PY = sys.executable
-ARGS = "{permission} --caps fs,terminal,elicitation-form --agent {agent} --prompt {prompt} --quiet"
+ARGS = "{permission} --caps fs,terminal,elicitation-form --add-dir /tmp --agent {agent} --prompt {prompt} --quiet"
 REFERENCE = f"{PY} -m mock_client {ARGS}"
 #: Without --prompt the mock client reads one prompt per stdin line (a second prompt is possible).
-STDIN_ARGS = "{permission} --caps fs,terminal,elicitation-form --agent {agent} --quiet"
+STDIN_ARGS = "{permission} --caps fs,terminal,elicitation-form --add-dir /tmp --agent {agent} --quiet"
 
 FUZZ_MODULES = ("test_fuzz::",)
 #: Client clauses only a fuzz campaign judges.

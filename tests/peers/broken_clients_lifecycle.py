@@ -6,6 +6,7 @@ Merged into ``BREAKAGES`` by ``broken_clients.py`` (run them through it).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from acp_conformance.core.events import Request
@@ -215,6 +216,21 @@ class ImageWhenFlagOmitted(MockClient):
         return [*super().prompt_blocks(text), *extra]
 
 
+class DirsWithoutCapability(MockClient):
+    """Offers its additional roots whether or not the agent advertised them."""
+
+    def session_params(self) -> Json:
+        return {**super().session_params(), "additionalDirectories": [str(Path(self.cwd).parent)]}
+
+
+class RelativeAdditionalDir(MockClient):
+    def session_params(self) -> Json:
+        params = super().session_params()
+        if "additionalDirectories" in params:
+            params["additionalDirectories"] = ["shared/lib"]
+        return params
+
+
 class ImageWithoutCapability(MockClient):
     def prompt_blocks(self, text: str) -> list[Json]:
         return [*super().prompt_blocks(text), {"type": "image", "mimeType": "image/png", "data": "iVBORw0KGgo="}]
@@ -318,6 +334,13 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     ),
     "prompts-unknown-session": Breakage(PromptsUnknownSession, "prompt.after-setup"),
     "lists-when-list-null": Breakage(ListsWhenListNull, "cap.object-presence"),
+    "dirs-without-capability": Breakage(
+        DirsWithoutCapability,
+        "session.additional-dirs.gated",
+        also=frozenset({"cap.object-presence"}),
+        why_also="with additionalDirectories declared null it offers them too (cap.object-presence)",
+    ),
+    "relative-additional-dir": Breakage(RelativeAdditionalDir, "session.additional-dirs.absolute"),
     "image-when-flag-omitted": Breakage(ImageWhenFlagOmitted, "cap.agent.defaults"),
     "prompt-not-array": Breakage(
         PromptNotArray, "prompt.params", also=frozenset({"schema.valid"}),

@@ -324,3 +324,52 @@ async def test_unsupported_version_answer(acp_client: ClientHarness) -> None:
             "the client to stop (close the connection) after the agent answered protocolVersion 60000",
             f"the client went on with {proceeded.method if proceeded else ''} as if the version were supported",
         )
+
+
+def _dirs_sent(conn: ClientConnection) -> list[Request]:
+    methods = ("session/new", "session/load", "session/resume")
+    return [
+        e
+        for e in conn.peer.events
+        if isinstance(e, Request)
+        and e.method in methods
+        and isinstance(e.params, dict)
+        and "additionalDirectories" in e.params
+    ]
+
+
+@pytest.mark.acp_clause("session.additional-dirs.absolute", "session.additional-dirs.gated")
+async def test_additional_directories_only_when_advertised(acp_client: ClientHarness) -> None:
+    """An agent advertising sessionCapabilities.additionalDirectories is offered absolute roots; an
+    agent that does not is offered none (session-setup.mdx § Additional Workspace Roots).  A client
+    that offers none even when they are advertised is NOT_APPLICABLE on both: it never uses them."""
+    require(acp_client, "prompt")
+    async with acp_client.connect(AgentSetup(session_capabilities={"additionalDirectories": {}})) as conn:
+        turn = await first_turn(acp_client, conn)
+        await turn.end()
+        offered = _dirs_sent(conn)
+    if not offered:
+        reason = "the client offered no additionalDirectories to an agent advertising them"
+        acp_client.record("session.additional-dirs.absolute", Status.NOT_APPLICABLE, reason)
+        acp_client.record("session.additional-dirs.gated", Status.NOT_APPLICABLE, reason)
+        return
+    dirs = [d for r in offered for d in (r.params["additionalDirectories"] or [])]
+    relative = [d for d in dirs if not (isinstance(d, str) and os.path.isabs(d))]
+    acp_client.check(
+        "session.additional-dirs.absolute",
+        not relative,
+        "every additionalDirectories entry an absolute path",
+        f"not absolute: {relative}",
+        stop=False,
+    )
+    async with acp_client.connect(AgentSetup()) as conn:
+        turn = await first_turn(acp_client, conn)
+        await turn.end()
+        unasked = _dirs_sent(conn)
+    acp_client.check(
+        "session.additional-dirs.gated",
+        not unasked,
+        "no additionalDirectories for an agent that does not advertise sessionCapabilities.additionalDirectories "
+        f"(offered {dirs} when it was advertised)",
+        f"{unasked[0].method} carried {unasked[0].params['additionalDirectories']!r}" if unasked else "",
+    )
