@@ -15,6 +15,8 @@ The default scripts decide by the conversation:
   (Claude: ``Write``; Codex: ``exec_command``, asking for escalated
   permissions where its instructions say how, so that the approval policy
   of the session decides);
+* it contains ``acp:elicit`` and the request offers Claude Code's ``AskUserQuestion`` -> that
+  tool, asking which greeting to use (the adapter turns it into a form elicitation);
 * it contains ``acp:long`` -> text streamed slowly until the client goes
   away (bounded);
 * anything else -> a short text.
@@ -50,7 +52,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
+    "DEFAULT_ELICIT_MARKER",
     "DEFAULT_LONG_MARKER",
+    "DEFAULT_QUESTION",
     "DEFAULT_TOOL_MARKER",
     "Conversation",
     "Fail",
@@ -73,6 +77,18 @@ __all__ = [
 Provider = Literal["anthropic", "openai"]
 
 DEFAULT_TOOL_MARKER = "acp:tool"
+DEFAULT_ELICIT_MARKER = "acp:elicit"
+#: The question the default script asks with Claude Code's AskUserQuestion (its input schema:
+#: 2..4 options, each with a label and a description).
+DEFAULT_QUESTION: dict[str, Any] = {
+    "question": "Which greeting should I use?",
+    "header": "Greeting",
+    "options": [
+        {"label": "hello", "description": "a plain hello"},
+        {"label": "howdy", "description": "a friendly howdy"},
+    ],
+    "multiSelect": False,
+}
 DEFAULT_LONG_MARKER = "acp:long"
 PROBE_FILE = "acp-probe.txt"
 PROBE_CONTENT = "hello\n"
@@ -286,7 +302,13 @@ def default_script(provider: Provider) -> Script:
     long = Rule(Match(contains=DEFAULT_LONG_MARKER, with_tools=True), Reply((SlowText(),)), name="long")
     if provider == "anthropic":
         write = ToolCall("Write", {"file_path": "{cwd}/" + PROBE_FILE, "content": PROBE_CONTENT})
-        tools = [Rule(Match(contains=DEFAULT_TOOL_MARKER, with_tools=True), Reply((write,)), name="tool")]
+        # Claude Code's question tool, offered only when the client advertises elicitation.form
+        # (claude-agent-acp turns it into a form elicitation/create tied to the tool call).
+        ask = ToolCall("AskUserQuestion", {"questions": [DEFAULT_QUESTION]})
+        tools = [
+            Rule(Match(contains=DEFAULT_ELICIT_MARKER, tool="AskUserQuestion"), Reply((ask,)), name="ask"),
+            Rule(Match(contains=DEFAULT_TOOL_MARKER, with_tools=True), Reply((write,)), name="tool"),
+        ]
     else:
         # Codex: exec_command (unified exec).  Where the instructions say how to request escalation
         # (approval policy on-request), the model asks for it, so the session's approval policy decides

@@ -137,3 +137,32 @@ def test_real_adapter_full_turn_certification(profile: AgentProfile, tmp_path: P
     leftovers = processes_with_env(str(basetemp))
     assert not leftovers, f"adapter processes outlived their tests: {leftovers[:5]}"
     print(f"{profile.name}: {len(statuses)} clauses, {len(model_calls)} model requests, {took:.0f} s")
+
+
+@pytest.mark.slow
+def test_claude_asks_its_question_through_a_form_elicitation(tmp_path: Path) -> None:
+    """The chain editor -> claude-agent-acp -> Agent SDK -> Claude Code, for AskUserQuestion: with
+    elicitation.form advertised the scripted model calls the tool, the adapter sends a form
+    elicitation/create, our decline / cancel reaches the model as the tool's result, and the turn
+    still ends (elicit.agent-handles-failure); the form itself is judged by elicit.request.shape
+    and elicit.form.no-secrets."""
+    _installed(CLAUDE_AGENT_ACP)
+    basetemp = tmp_path / "runs"
+    run = run_suite(
+        CLAUDE_AGENT_ACP.name,
+        tmp_path,
+        "--acp-timeout=30",
+        f"--basetemp={basetemp}",
+        "-k",
+        "test_turn_survives_a_refused_elicitation or test_an_unknown_action_is_not_taken_for_accept",
+        timeout=600,
+    )
+    statuses = run.statuses()
+    for clause in ("elicit.agent-handles-failure", "elicit.request.shape", "elicit.form.no-secrets"):
+        assert statuses.get(clause) == "PASS", f"{clause}: {statuses.get(clause)}\n{run.stdout[-4000:]}"
+    records = [r for r in _stub_logs(basetemp) if r["method"] == "POST" and not r["egress"]]
+    asked = [r for r in records if r["rule"] == "ask"]
+    assert len(asked) == 3, [r["rule"] for r in records]  # decline, cancel, the unknown action
+    answered = [r for r in records if r["rule"] == "after-tool" and "tool_result" in json.dumps(r["body"])]
+    assert len(answered) == 3, "the elicitation's answer did not reach the model as the tool's result"
+    assert not processes_with_env(str(basetemp))
