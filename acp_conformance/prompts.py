@@ -30,7 +30,8 @@ DEFAULT_PLAN_PROMPT = (
 
 
 def dictated_steps(prompt: str) -> list[str]:
-    """The steps a plan prompt dictates: after its last colon, separated by semicolons.  One rule
-    for the reference agent that plans them and the test that holds a plan against them."""
-    tail = prompt.rsplit(":", 1)[-1]
+    """The steps a plan prompt dictates: after its last colon (the ``acp:plan`` keyword aside),
+    separated by semicolons.  One rule for the reference agent that plans them and the test that
+    holds a plan against them."""
+    tail = prompt.replace("acp:plan", " ").rsplit(":", 1)[-1]
     return [step.strip().rstrip(".") for step in tail.split(";") if step.strip().rstrip(".")]

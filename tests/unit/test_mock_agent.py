@@ -375,3 +375,12 @@ async def test_concurrent_prompt_is_refused(validator: SchemaValidator, tmp_path
         assert second.is_error
         await peer.notify("session/cancel", {"sessionId": sid})
         assert (await peer.wait_response(rid)).result == {"stopReason": "cancelled"}
+
+
+def test_dictated_plan_steps() -> None:
+    """One rule for the agent that plans and the test that judges plans (prompts.dictated_steps)."""
+    from acp_conformance.prompts import DEFAULT_PLAN_PROMPT, dictated_steps
+
+    assert dictated_steps(DEFAULT_PLAN_PROMPT) == ["Read the prompt", "Write the reply", "Check the reply"]
+    assert dictated_steps("acp:plan Step one; Step two.") == ["Step one", "Step two"]
+    assert dictated_steps("no steps here") == ["no steps here"]
