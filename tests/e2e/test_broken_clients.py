@@ -122,6 +122,9 @@ def test_broken_client_fails_exactly_its_clause(name: str, tmp_path: Path) -> No
         select += ["-k", b.fuzz, "--acp-fuzz-seconds=600", "--acp-fuzz-shrink-seconds=2"]
     elif targeted and not needs_fuzzing(name, b.breaks):
         select += ["-k", "not test_fuzz"]
+    elif not targeted:
+        # Full mode: every campaign bounded by its examples, not the clock (the same on any machine).
+        select += ["--acp-fuzz-seconds=600"]
     args, profile = (STDIN_ARGS, str(stdin_profile(tmp_path))) if b.prompts_on_stdin else (ARGS, "mock-client")
     run = run_client_suite(
         f"{PY} {BROKEN} {name} {args}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=10", *b.suite_args,
