@@ -473,8 +473,10 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "errors-on-text-prompts": Breakage(
         ErrorsOnTextPrompts,
         "content.text.baseline",
-        also=frozenset({"prompt.response.stop-reason"}),
-        why_also="an error instead of a result is also a turn that never ends with a stopReason",
+        also=frozenset({"prompt.response.stop-reason", "error.resource-not-found", "jsonrpc.invalid-params"}),
+        why_also="an error instead of a result is also a turn that never ends with a stopReason; a prompt to an "
+        "unknown session, or with a string prompt, gets the same -32603 where -32002 / -32602 are asked (WARNs); "
+        "the _meta and idle-cancel checks see the same failure without _meta or cancel and leave it INCONCLUSIVE",
     ),
     "prompt-method-not-found": Breakage(
         PromptMethodNotFound,
