@@ -484,16 +484,13 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         also=frozenset(
             {
                 "prompt.response.stop-reason",
-                "cancel.idle",
                 "error.resource-not-found",
-                "ext.meta.everywhere",
-                "ext.meta.no-assumptions",
                 "jsonrpc.invalid-params",
             }
         ),
-        why_also="every prompt is refused, so every clause judged on a prompt's answer fails too: no turn ends "
-        "with a stopReason (after an idle cancel neither), prompts carrying _meta are refused, and prompts for "
-        "an unknown session or with bad params get -32601 instead of -32002 / -32602",
+        why_also="every prompt is refused: no turn ends with a stopReason, and prompts for an unknown session or "
+        "with bad params get -32601 instead of -32002 / -32602 (the _meta and idle-cancel checks see the same "
+        "refusal without _meta or cancel and leave it INCONCLUSIVE)",
     ),
     "updates-for-another-session": Breakage(UpdatesForAnotherSession, "prompt.updates.session-id"),
     "output-after-response": Breakage(

@@ -633,13 +633,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         also={"ext.meta.everywhere"},
         why="capability objects are among the places _meta must be accepted (a MUST there)",
     ),
-    "assumes-meta-strings": _b(
-        AssumesMetaStrings,
-        "ext.meta.no-assumptions",
-        also={"ext.meta.everywhere"},
-        why="the _meta fuzzing (test_fuzz.py) sends non-string values in content blocks too and judges "
-        "their refusal under ext.meta.everywhere",
-    ),
+    "assumes-meta-strings": _b(AssumesMetaStrings, "ext.meta.no-assumptions"),
     "invalid-params-as-internal-error": _b(InvalidParamsAsInternalError, "jsonrpc.invalid-params", "WARN"),
     "prompt-to-unknown-session-succeeds": _b(
         PromptToUnknownSessionSucceeds,
