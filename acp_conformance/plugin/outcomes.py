@@ -46,12 +46,36 @@ class Inconclusive(_Skip):  # type: ignore[misc]
         self.reason = reason
 
 
+def cause(exc: BaseException | None) -> BaseException | None:
+    """What ended a test, through exception groups: concurrent tasks of one test (a turn and a
+    relay read) often fail together when the peer dies, and anyio raises both as a group.  A
+    group made only of findings and peer errors is its first finding, else its first peer error;
+    anything else in it is a suite bug and the group stays what it is."""
+    from acp_conformance.errors import AcpError, ConformanceFailure
+
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [exc]
+    while stack:
+        e = stack.pop(0)
+        if isinstance(e, BaseExceptionGroup):
+            stack[:0] = list(e.exceptions)
+        else:
+            leaves.append(e)
+    if not leaves or not all(isinstance(e, (AcpError, ConformanceFailure)) for e in leaves):
+        return exc
+    return next((e for e in leaves if isinstance(e, ConformanceFailure)), leaves[0])
+
+
 def test_results(
     marked: list[str], harness: HarnessLike, outcome: str, exc: BaseException | None, stream_level: set[str]
 ) -> list[ClauseResult]:
     """Every result of one test: what its harness recorded, its failure, and one result for each
     clause it is bound to (``marked``) that nothing recorded, from how the test ended."""
     from acp_conformance.errors import AcpError, ConformanceFailure
+
+    exc = cause(exc)
 
     results = list(harness.results)
     explicit = {r.clause for r in results}
@@ -93,6 +117,7 @@ def describe(exc: BaseException | None, peer: str = "agent") -> str:
     """One line for why a test ended (with the peer's stderr tail when it misbehaved)."""
     from acp_conformance.errors import AcpError, PeerError
 
+    exc = cause(exc)
     if exc is None:
         return "the test did not complete"
     if isinstance(exc, PeerError):

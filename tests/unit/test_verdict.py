@@ -142,3 +142,19 @@ def test_selection_by_glob_prefix_area_and_level() -> None:
     ):
         with pytest.raises(ConfigurationError, match=message):
             REG.select("agent", **bad)
+
+
+def test_an_exception_group_of_peer_errors_is_its_first_peer_error() -> None:
+    """Concurrent tasks failing together when the peer dies (anyio raises them as a group) are
+    the peer's doing, not a suite bug; a group holding anything else stays a suite error."""
+    from acp_conformance.errors import ConformanceFailure, PeerExited
+    from acp_conformance.plugin.outcomes import cause
+
+    gone = PeerExited("the peer closed its output", None, [])
+    group = BaseExceptionGroup("two tasks", [gone, PeerExited("again", None, [])])
+    assert cause(group) is gone
+    finding = ConformanceFailure("jsonrpc.every-request-answered", "an answer", "none")
+    assert cause(BaseExceptionGroup("g", [gone, BaseExceptionGroup("inner", [finding])])) is finding
+    bug = BaseExceptionGroup("g", [gone, KeyError("suite bug")])
+    assert cause(bug) is bug
+    assert cause(None) is None and cause(gone) is gone
