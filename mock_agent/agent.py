@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from acp_conformance import __version__ as PACKAGE_VERSION
+from acp_conformance.checks.gating import elicitation_modes
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.connection import Role
 from acp_conformance.core.events import Notification, Request, Response, Violation
@@ -1093,8 +1094,7 @@ class MockAgent:
 
     def can_elicit_form(self) -> bool:
         """Form mode only when explicitly advertised as a non-null object (elicitation.mdx § Checking support)."""
-        elicitation = self.client_caps.raw.get("elicitation")
-        return isinstance(elicitation, dict) and isinstance(elicitation.get("form"), dict)
+        return "form" in elicitation_modes(self.client_caps.raw)
 
     def elicitation_params(self, turn: Turn) -> Json:
         return {
@@ -1121,8 +1121,7 @@ class MockAgent:
         return choice if choice in self.ELICIT_CHOICES else None
 
     def can_elicit_url(self) -> bool:
-        elicitation = self.client_caps.raw.get("elicitation")
-        return isinstance(elicitation, dict) and isinstance(elicitation.get("url"), dict)
+        return "url" in elicitation_modes(self.client_caps.raw)
 
     def new_elicitation_id(self) -> str:
         """Unique among this connection's URL elicitations (elicitation.mdx § URL completion)."""

@@ -15,7 +15,16 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["AGENT_GATED_METHODS", "CLIENT_GATED_METHODS", "PROMPT_GATED_BLOCKS", "advertised", "gated_use"]
+__all__ = [
+    "AGENT_GATED_METHODS",
+    "CLIENT_GATED_METHODS",
+    "ELICITATION_MODES",
+    "PROMPT_GATED_BLOCKS",
+    "advertised",
+    "elicitation_modes",
+    "gated_use",
+    "gated_uses",
+]
 
 #: Client requests gated by an agent capability (its dotted path in agentCapabilities).
 AGENT_GATED_METHODS = {
@@ -55,27 +64,48 @@ def advertised(caps: Any, path: str) -> bool:
     return True
 
 
-def gated_use(message: Any, caps: Any) -> str | None:
-    """What in ``message`` a client may not send to an agent advertising ``caps``, or None."""
+#: The elicitation modes a client can advertise (clientCapabilities.elicitation.<mode>).
+ELICITATION_MODES = ("form", "url")
+
+
+def elicitation_modes(client_caps: Any) -> set[str]:
+    """The elicitation modes ``client_caps`` advertises: ``advertised`` read per mode, so
+    ``elicitation: {}`` and ``{"form": null}`` advertise none (elicitation.mdx § Checking support:
+    unlike MCP, each supported mode is explicit)."""
+    return {mode for mode in ELICITATION_MODES if advertised(client_caps, f"elicitation.{mode}")}
+
+
+def gated_uses(message: Any) -> list[tuple[str, str]]:
+    """Every capability-gated thing ``message`` (from a client) uses: ``(the agent capability's
+    dotted path, what the use is, as the end of a sentence)``, in the order they are judged."""
     if not isinstance(message, dict) or not isinstance(message.get("method"), str):
-        return None
+        return []
     method, params = message["method"], message.get("params")
+    out: list[tuple[str, str]] = []
     need = AGENT_GATED_METHODS.get(method)
-    if need is not None and not advertised(caps, need):
-        return f"that calls {method}, which the agent did not advertise ({need})"
+    if need is not None:
+        out.append((need, f"that calls {method}, which the agent did not advertise ({need})"))
     if not isinstance(params, dict):
-        return None
+        return out
     # "Clients MUST only send additionalDirectories when the Agent advertises" it: the field at
     # all, an empty list included (session-setup.mdx § Additional Workspace Roots).
-    if "additionalDirectories" in params and not advertised(caps, "sessionCapabilities.additionalDirectories"):
-        return "that carries additionalDirectories, which the agent did not advertise"
+    if "additionalDirectories" in params:
+        dirs = "sessionCapabilities.additionalDirectories"
+        out.append((dirs, "that carries additionalDirectories, which the agent did not advertise"))
     if method == "session/prompt" and isinstance(params.get("prompt"), list):
         for block in params["prompt"]:
             kind = block.get("type") if isinstance(block, dict) else None
-            if kind in PROMPT_GATED_BLOCKS and not advertised(caps, PROMPT_GATED_BLOCKS[kind]):
-                return f"whose prompt holds a {kind} block the agent did not advertise ({PROMPT_GATED_BLOCKS[kind]})"
+            if kind in PROMPT_GATED_BLOCKS:
+                path = PROMPT_GATED_BLOCKS[kind]
+                out.append((path, f"whose prompt holds a {kind} block the agent did not advertise ({path})"))
     for server in params.get("mcpServers") or []:
         kind = server.get("type") if isinstance(server, dict) else None
-        if kind in ("http", "sse") and not advertised(caps, f"mcpCapabilities.{kind}"):
-            return f"that names an MCP server of type {kind}, which the agent did not advertise"
-    return None
+        if kind in ("http", "sse"):
+            path = f"mcpCapabilities.{kind}"
+            out.append((path, f"that names an MCP server of type {kind}, which the agent did not advertise"))
+    return out
+
+
+def gated_use(message: Any, caps: Any) -> str | None:
+    """What in ``message`` a client may not send to an agent advertising ``caps``, or None."""
+    return next((what for path, what in gated_uses(message) if not advertised(caps, path)), None)

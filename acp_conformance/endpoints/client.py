@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from acp_conformance.checks.gating import advertised
+from acp_conformance.checks.gating import advertised, elicitation_modes
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.endpoints.sandbox import MAX_READ_BYTES, Sandbox, VirtualTerminals
@@ -462,19 +462,12 @@ class ClientEndpoint:
         return NO_ANSWER
 
     # ------------------------------------------------------------ elicitation
-    def elicitation_modes(self) -> set[str]:
-        """The modes we advertised: present, non-null objects only (elicitation.mdx § Checking support)."""
-        elicitation = self.capabilities.to_wire().get("elicitation")
-        if not isinstance(elicitation, dict):
-            return set()
-        return {mode for mode in ("form", "url") if isinstance(elicitation.get(mode), dict)}
-
     async def _on_elicit(self, req: Request) -> Any:
         call = ElicitationCall(req, len(self.peer.events))
         self.elicitation_calls.append(call)
         params = req.params if isinstance(req.params, dict) else {}
         mode = params.get("mode")
-        if mode not in self.elicitation_modes():
+        if mode not in elicitation_modes(self.capabilities.to_wire()):
             # elicitation.mdx § URL completion: a mode the client has not advertised is -32602.
             # Whether the agent should have asked is elicit.mode.gated's (the gating tests).
             raise HandlerError(ErrorCode.INVALID_PARAMS, f"elicitation mode {mode!r} was not advertised")

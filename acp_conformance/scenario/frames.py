@@ -11,7 +11,7 @@ import fnmatch
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from acp_conformance.checks.gating import advertised
+from acp_conformance.checks.gating import advertised, elicitation_modes
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.endpoints.client import ClientCapabilities
@@ -161,11 +161,11 @@ def client_caps(wire: Any) -> ClientCapabilities:
     """What the endpoint serves, from the capabilities we announced on the wire."""
     caps: dict[str, Any] = wire if isinstance(wire, dict) else {}
     fs: dict[str, Any] = caps["fs"] if isinstance(caps.get("fs"), dict) else {}
-    elicitation = caps.get("elicitation")
+    modes = elicitation_modes(caps)
     return ClientCapabilities(
         fs_read=fs.get("readTextFile") is True,
         fs_write=fs.get("writeTextFile") is True,
         terminal=caps.get("terminal") is True,
-        elicitation_form=isinstance(elicitation, dict) and isinstance(elicitation.get("form"), dict),
-        elicitation_url=isinstance(elicitation, dict) and isinstance(elicitation.get("url"), dict),
+        elicitation_form="form" in modes,
+        elicitation_url="url" in modes,
     )

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from acp_conformance.checks.gating import ELICITATION_MODES, elicitation_modes
 from acp_conformance.core.jsonrpc import ErrorCode
 from acp_conformance.endpoints.agent import PromptTurn
 from acp_conformance.errors import PeerTimeout
@@ -23,15 +24,12 @@ from acp_conformance.suite.client._helpers import first_turn, permission_baselin
 
 pytestmark = pytest.mark.anyio
 
-MODES = ("form", "url")
+MODES = ELICITATION_MODES
 
 
 def advertised_modes(conn: ClientConnection) -> set[str]:
-    """The modes the client advertised: present, non-null objects only (§ Checking support)."""
-    elicitation = conn.agent.client_capabilities.get("elicitation")
-    if not isinstance(elicitation, dict):
-        return set()
-    return {mode for mode in MODES if isinstance(elicitation.get(mode), dict)}
+    """The modes the client advertised (``checks.gating.elicitation_modes``)."""
+    return elicitation_modes(conn.agent.client_capabilities)
 
 
 def elicitation_params(turn: PromptTurn, mode: str) -> dict[str, Any]:

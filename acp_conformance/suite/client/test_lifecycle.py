@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from acp_conformance.checks.gating import AGENT_GATED_METHODS, PROMPT_GATED_BLOCKS
+from acp_conformance.checks.gating import AGENT_GATED_METHODS, PROMPT_GATED_BLOCKS, gated_uses
 from acp_conformance.checks.shapes import implementation_ok
 from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import AgentSetup
@@ -174,9 +174,8 @@ async def test_session_and_prompt(acp_client: ClientHarness) -> None:
         await conn.peer.quiet_for(0.3, lambda e: isinstance(e, Request) and e.method == "session/load")
 
 
-#: Methods and prompt blocks a client may only send when the agent advertised the matching capability.
+#: Methods a client may only send when the agent advertised the matching capability.
 GATED_METHODS = tuple(AGENT_GATED_METHODS)
-GATED_BLOCKS = tuple(PROMPT_GATED_BLOCKS)
 
 
 @pytest.mark.acp_clause("cap.omitted-unsupported", "cap.all-combinations")
@@ -205,43 +204,34 @@ async def test_agent_capabilities_omitted(acp_client: ClientHarness) -> None:
         acp_client.check("cap.all-combinations", True, "a prompt turn with an agent declaring no capabilities", "")
         await turn.say("Hello from an agent that declares no capabilities.")
         await turn.end()
-        found = await _gated_uses(conn)
-        # As before the object/flag cells: gated methods and prompt blocks.
-        uses = [text for kind, text in found if kind in ("method", "block")]
+        # Gated methods and prompt blocks (additionalDirectories and MCP transports are judged
+        # by the null-object and omitted-flag tests, and session.additional-dirs.gated).
+        judged = {*AGENT_GATED_METHODS.values(), *PROMPT_GATED_BLOCKS.values()}
+        uses = [use for use in await _gated_uses(conn) if use[0] in judged]
         acp_client.check(
             "cap.omitted-unsupported",
             not uses,
             "no method or content gated by a capability the agent left out (absent means unsupported)",
-            f"sent {', '.join(uses)}",
+            f"sent {_sent(uses)}",
         )
 
 
 async def _gated_uses(conn: ClientConnection) -> list[tuple[str, str]]:
-    """What the client used that a capability gates, as ``(kind, what)``: ``method``, ``block`` (of a
-    prompt), ``dirs`` (additionalDirectories), ``mcp`` (an http/sse MCP server); after giving a
-    client that would (wrongly) go on to load, list or resume a moment to do so (an observation
-    window: later uses are not judged)."""
+    """What the client sent that a capability gates (``checks.gating.gated_uses`` of each of its
+    requests: ``(capability path, what)``), after giving a client that would (wrongly) go on to
+    load, list or resume a moment to do so (an observation window: later uses are not judged)."""
     await conn.peer.quiet_for(0.3, lambda e: isinstance(e, Request) and e.method in GATED_METHODS)
-    requests = [e for e in conn.peer.events if isinstance(e, Request)]
-    used = sorted({e.method for e in requests if e.method in GATED_METHODS})
-    blocks = sorted(
-        {
-            str(b.get("type"))
-            for t in conn.agent.turns
-            for b in t.prompt
-            if isinstance(b, dict) and b.get("type") in GATED_BLOCKS
-        }
-    )
-    out = [("method", m) for m in used] + [("block", f"a {b} block") for b in blocks]
-    for e in requests:
-        params = e.params if isinstance(e.params, dict) else {}
-        if "additionalDirectories" in params:
-            out.append(("dirs", f"additionalDirectories in {e.method}"))
-        servers = params.get("mcpServers")
-        for server in servers if isinstance(servers, list) else []:
-            if isinstance(server, dict) and server.get("type") in ("http", "sse"):
-                out.append(("mcp", f"an MCP server of type {server['type']} in {e.method}"))
-    return list(dict.fromkeys(out))
+    found = [
+        use
+        for e in conn.peer.events
+        if isinstance(e, Request)
+        for use in gated_uses({"method": e.method, "params": e.params})
+    ]
+    return list(dict.fromkeys(found))
+
+
+def _sent(uses: list[tuple[str, str]]) -> str:
+    return "; ".join(f"a message {what}" for _, what in uses)
 
 
 @pytest.mark.acp_clause("cap.object-presence")
@@ -253,13 +243,16 @@ async def test_null_capability_objects_are_unsupported(acp_client: ClientHarness
     async with acp_client.connect(AgentSetup(null_objects=True)) as conn:
         turn = await first_turn(acp_client, conn)
         await turn.end()
-        objects = ("session/list", "session/resume", "session/close", "session/delete", "logout")
-        uses = [text for kind, text in await _gated_uses(conn) if kind == "dirs" or text in objects]
+        uses = [
+            use
+            for use in await _gated_uses(conn)
+            if use[0].startswith("sessionCapabilities.") or use[0] == "auth.logout"
+        ]
         acp_client.check(
             "cap.object-presence",
             not uses,
             "no session/list, resume, close, delete, logout or additionalDirectories: each was declared null",
-            f"sent {', '.join(uses)}",
+            f"sent {_sent(uses)}",
         )
 
 
@@ -272,12 +265,13 @@ async def test_omitted_capability_flags_are_false(acp_client: ClientHarness) -> 
     async with acp_client.connect(AgentSetup(flags_omitted=True)) as conn:
         turn = await first_turn(acp_client, conn)
         await turn.end()
-        uses = [text for kind, text in await _gated_uses(conn) if kind in ("block", "mcp") or text == "session/load"]
+        flags = ("loadSession", "promptCapabilities.", "mcpCapabilities.")
+        uses = [use for use in await _gated_uses(conn) if use[0].startswith(flags)]
         acp_client.check(
             "cap.agent.defaults",
             not uses,
             "no image, audio or resource block, no http/sse MCP server, no session/load: those flags were omitted",
-            f"sent {', '.join(uses)}",
+            f"sent {_sent(uses)}",
         )
 
 
