@@ -10,7 +10,7 @@ import pytest
 from acp_conformance.core.events import Event, Request, Response, Violation
 from acp_conformance.core.ids import same_id
 from acp_conformance.core.jsonrpc import ErrorCode, answered_notification_clause
-from acp_conformance.endpoints.client import PermissionCall, PermissionPolicy
+from acp_conformance.endpoints.client import PermissionPolicy
 from acp_conformance.errors import PeerError, PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.suite._support import new_session, not_applicable, run_turn
@@ -208,7 +208,10 @@ async def _release_turn(conn: Connection) -> None:
     conn.client.permission = PermissionPolicy("allow_once")
     for call in conn.client.permission_calls:
         if call.outcome is None:
-            await conn.client.answer_permission(call, {"outcome": "selected", "optionId": _allow(call)})
+            options = call.request.params.get("options", []) if isinstance(call.request.params, dict) else []
+            outcome = conn.client.permission.choose(options)
+            assert outcome is not None  # allow_once always decides
+            await conn.client.answer_permission(call, outcome)
 
 
 @pytest.mark.acp_clause("jsonrpc.bidirectional")
@@ -274,11 +277,3 @@ async def test_request_reusing_the_agents_pending_id(acp_agent: AgentHarness) ->
             f"the turn to end once we answered the agent's {first.method} (id {theirs!r}), after {overlap}",
             f"no session/prompt answer within {conn.peer.timeout:g} s",
         )
-
-
-def _allow(call: PermissionCall) -> Any:
-    """The first allow option of a held permission request (else its first option)."""
-    options = call.request.params.get("options", []) if isinstance(call.request.params, dict) else []
-    ids = [o.get("optionId") for o in options if isinstance(o, dict)]
-    allow = [o.get("optionId") for o in options if isinstance(o, dict) and str(o.get("kind", "")).startswith("allow")]
-    return (allow or ids or [None])[0]
