@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from acp_conformance.core.events import Event, Notification, Request, Response
-from acp_conformance.schema.declared import undeclared_fields, withdrawn_field
+from acp_conformance.schema.declared import at_pointer, undeclared_fields, withdrawn_field
 from acp_conformance.schema.validator import SchemaValidator
 
 __all__ = ["FieldFindings", "judge_fields", "typed_payloads"]
@@ -80,14 +80,7 @@ def judge_fields(
             elif gone is not None:
                 found.withdrawn.append(f"{where}: {ptr}, from {gone.revision} (use {gone.replacement})")
             elif ptr in odd:
-                found.variants.append(f"{where}: {ptr} = {_at(obj, ptr)!r}")
+                found.variants.append(f"{where}: {ptr} = {at_pointer(obj, ptr)!r}")
             else:
                 found.extra.append(f"{where}: {ptr}")
     return found
-
-
-def _at(obj: Any, ptr: str) -> Any:
-    node = obj
-    for part in [p for p in ptr.split("/") if p]:
-        node = node.get(part) if isinstance(node, dict) else node[int(part)] if isinstance(node, list) else None
-    return node

@@ -19,7 +19,7 @@ from typing import Any
 
 import jsonschema_rs
 
-__all__ = ["Withdrawn", "undeclared_fields", "withdrawn_field", "withdrawn_fields"]
+__all__ = ["Withdrawn", "at_pointer", "undeclared_fields", "withdrawn_field", "withdrawn_fields"]
 
 Json = dict[str, Any]
 
@@ -147,7 +147,7 @@ class Withdrawn:
             return False
         if self.when is None:
             return True
-        holder = _at_pointer(instance, ptr.rsplit("/", 1)[0])
+        holder = at_pointer(instance, ptr.rsplit("/", 1)[0])
         return isinstance(holder, dict) and holder.get(self.when[0]) == self.when[1]
 
 
@@ -175,7 +175,8 @@ def withdrawn_field(name: str, ptr: str, instance: Any) -> Withdrawn | None:
     return next((w for w in withdrawn_fields() if w.matches(name, ptr, instance)), None)
 
 
-def _at_pointer(instance: Any, ptr: str) -> Any:
+def at_pointer(instance: Any, ptr: str) -> Any:
+    """The value at the JSON pointer ``ptr`` of ``instance`` (None where the path does not exist)."""
     node = instance
     for part in [p for p in ptr.split("/") if p]:
         if isinstance(node, dict):
