@@ -125,6 +125,15 @@ async def open_session(
     return sid
 
 
+async def plain_prompt_elsewhere(acp: AgentHarness, conn: Connection) -> Response | None:
+    """The answer to the plain prompt on a fresh session: what the agent does with a prompt free
+    of whatever a test added (``_meta``, a cancel before it).  A failure of the test's own prompt
+    is that addition's doing only if this one ends normally; otherwise it is the baseline
+    clauses' (content.text.baseline, prompt.response.stop-reason) and the test's is INCONCLUSIVE."""
+    sid = await open_session(acp, conn)
+    return (await conn.client.prompt(sid, acp.config.prompt)).response
+
+
 async def prompt_turn(acp: AgentHarness, conn: Connection, sid: str, prompt: Any) -> Turn:
     """One prompt turn; an auth_required answer makes the test INCONCLUSIVE."""
     turn = await conn.client.prompt(sid, prompt)

@@ -52,6 +52,7 @@ from acp_conformance.suite.agent._helpers import (
     describe_effect,
     is_prompt_response,
     no_tool_reason,
+    plain_prompt_elsewhere,
     round_trip,
     turn_sign,
     wait_prompt_response,
@@ -271,8 +272,8 @@ async def test_cancel_when_idle_leaves_the_session_usable(acp_agent: AgentHarnes
             ok = not resp.is_error and _stop_reason(resp) not in (None, "cancelled")
             if not ok and resp.is_error:
                 # The cancel's doing only if the same prompt, uncancelled, ends normally.
-                baseline = await conn.client.prompt(await new_session(acp_agent, conn), acp_agent.config.prompt)
-                if baseline.response is None or baseline.response.is_error:
+                baseline = await plain_prompt_elsewhere(acp_agent, conn)
+                if baseline is None or baseline.is_error:
                     acp_agent.record(
                         "cancel.idle",
                         Status.INCONCLUSIVE,

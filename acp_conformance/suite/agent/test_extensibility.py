@@ -25,6 +25,7 @@ from acp_conformance.suite.agent._helpers import (
     describe,
     error_code,
     open_session,
+    plain_prompt_elsewhere,
     prompt_turn,
 )
 
@@ -62,11 +63,8 @@ async def _judge_meta_prompt(acp: AgentHarness, conn: Connection, clause: str, r
     only if the same prompt without it succeeds (in a fresh session): an agent failing every
     prompt is content.text.baseline's and prompt.response.stop-reason's, not this clause's."""
     if not _stopped(resp):
-        sid = await open_session(acp, conn)
-        plain = await conn.peer.call(
-            "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": acp.config.prompt}]}
-        )
-        if not _stopped(plain):
+        plain = await plain_prompt_elsewhere(acp, conn)
+        if plain is None or not _stopped(plain):
             acp.record(
                 clause,
                 Status.INCONCLUSIVE,
