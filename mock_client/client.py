@@ -33,7 +33,8 @@ import orjson
 
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Notification, Request
-from acp_conformance.endpoints.client import ClientCapabilities, ClientEndpoint, Sandbox
+from acp_conformance.core.ids import same_id
+from acp_conformance.endpoints.client import ClientCapabilities, ClientEndpoint, PermissionCall, Sandbox
 from acp_conformance.errors import AcpError, PeerExited, RpcError
 from acp_conformance.peer import HandlerError, Peer
 from acp_conformance.transport.base import Transport
@@ -128,6 +129,22 @@ class MockClient:
         for method in REQUIRED:
             peer.handlers[method] = self._checked(peer.handlers[method])
         peer.listeners.append(self.on_notification)
+        peer.listeners.append(self._on_cancel_request)
+
+    def _on_cancel_request(self, note: Notification) -> None:
+        """``$/cancel_request`` naming a permission request we still hold (its user has not
+        answered): withdraw it.  Support is optional (cancellation.mdx); a client that acts on it
+        answers the request once, here with -32800 (Request Cancelled)."""
+        if note.method != "$/cancel_request" or not isinstance(note.params, dict) or self._endpoint is None:
+            return
+        rid = note.params.get("requestId")
+        for call in self._endpoint.permission_calls:
+            if call.outcome is None and same_id(call.request.id, rid):
+                self.peer.start_soon(self.withdraw_permission, call)
+
+    async def withdraw_permission(self, call: PermissionCall) -> None:
+        """Answer a permission request the agent cancelled with ``$/cancel_request``."""
+        await self.endpoint.refuse_permission(call, ErrorCode.REQUEST_CANCELLED, "request cancelled")
 
     def _checked(self, handler: Any) -> Any:
         async def checked(req: Request) -> Any:

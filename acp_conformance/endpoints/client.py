@@ -445,6 +445,15 @@ class ClientEndpoint:
         await self.peer.respond(call.request.id, {"outcome": outcome}, method="session/request_permission")
         call.answered.set()
 
+    async def refuse_permission(self, call: PermissionCall, code: int, message: str) -> None:
+        """Answer a pending permission request with an error instead of an outcome (once, like
+        ``answer_permission``: a request already answered is left alone)."""
+        if call.outcome is not None:
+            return
+        call.outcome = {"error": code}
+        await self.peer.respond_error(call.request.id, code, message)
+        call.answered.set()
+
     async def _on_permission(self, req: Request) -> Any:
         call = PermissionCall(req, len(self.peer.events))
         self.permission_calls.append(call)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from acp_conformance.core.events import Request
+from acp_conformance.endpoints.client import PermissionCall
 from acp_conformance.peer import HandlerError
 from mock_client import MockClient
 from tests.peers._breakage import Breakage
@@ -67,6 +68,13 @@ class CancelAsRequest(MockClient):
         await self.peer.send_request("session/cancel", self.cancel_params(session_id), validate=False)
 
 
+class CancelledRequestAsInternalError(MockClient):
+    """Acts on $/cancel_request for a held permission request, but answers it -32603, not -32800."""
+
+    async def withdraw_permission(self, call: PermissionCall) -> None:
+        await self.endpoint.refuse_permission(call, -32603, "internal error: request aborted")
+
+
 BREAKAGES: dict[str, Breakage[MockClient]] = {
     "permission-error": Breakage(
         PermissionError32601, "perm.response.shape",
@@ -86,6 +94,7 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
         LateRequestNotCancelled, "perm.late-request-after-cancel", status="WARN",
         scenario="client-permission-after-cancel",
     ),
+    "cancelled-request-as-internal-error": Breakage(CancelledRequestAsInternalError, "error.cancelled"),
     "cancel-as-request": Breakage(
         CancelAsRequest, "cancel.is-notification", also=frozenset({"schema.valid"}),
         why_also="session/cancel is a notification in the schema",

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import DEFAULT_OPTIONS
+from acp_conformance.errors import PeerError
 from acp_conformance.harness.client import ClientHarness
+from acp_conformance.results import Status
 from acp_conformance.suite.client._helpers import first_turn, inconclusive, manual_check, require
 
 pytestmark = pytest.mark.anyio
@@ -160,3 +163,53 @@ async def test_cancel_a_running_turn(acp_client: ClientHarness) -> None:
             "cancel.client-marks-tools",
             "Did the editor show the 'Long refactoring' tool call as cancelled?",
         )
+
+
+@pytest.mark.acp_clause("cancelreq.must-answer", "error.cancelled")
+async def test_cancel_request_for_a_held_permission_request(acp_client: ClientHarness) -> None:
+    """We withdraw a permission request the client holds (its user has not answered) with
+    ``$/cancel_request``.  Acting on it is optional; a client that does still answers the request
+    once: a result, or an error with -32800 (cancellation.mdx).  The hold proves the order: nothing
+    but our notification could have ended the request, so an error answer is the cancellation's.
+    A client that ignores it answers when its turn is cancelled (then a result is expected,
+    perm.cancelled-on-cancel, judged elsewhere)."""
+    require(acp_client, "prompt", "cancel", "permission:hold")
+    async with acp_client.connect(permission="hold") as conn:
+        turn = await first_turn(acp_client, conn)
+        held = await turn.send_permission(await turn.tool_call("Edit held.txt"))
+        if not await conn.agent.barrier():
+            inconclusive("the client did not answer our extension request, so we cannot know it read the permission")
+        if held.request_id not in dict(conn.peer.conn.pending_outgoing):
+            inconclusive("the client answered the permission request before it was withdrawn (not held)")
+        await turn.withdraw(held.request_id)
+        await conn.agent.barrier()
+        via = "$/cancel_request"
+        if held.request_id in dict(conn.peer.conn.pending_outgoing):
+            # Not acted on by the time it answered the barrier: end the turn as its user would.
+            via = "$/cancel_request, then session/cancel (it did not act on the notification before our barrier)"
+            await conn.cancel()
+        try:
+            # Silence is cancelreq.must-answer's (the clause naming it), not flagged twice.
+            resp = await conn.peer.wait_response(held.request_id, method="session/request_permission", flag=False)
+        except PeerError as exc:
+            expected = f"an answer to the permission request after {via}"
+            acp_client.check("cancelreq.must-answer", False, expected, exc.message)
+            return
+        held.response = resp
+        acp_client.check("cancelreq.must-answer", True, f"an answer to the permission request after {via}", "")
+        if not resp.is_error:
+            acp_client.record(
+                "error.cancelled",
+                Status.NOT_APPLICABLE,
+                f"the client answered the withdrawn permission request with a result after {via}, not an error",
+            )
+        else:
+            code = resp.error.get("code") if isinstance(resp.error, dict) else None
+            acp_client.check(
+                "error.cancelled",
+                code == jsonrpc.ErrorCode.REQUEST_CANCELLED,
+                f"error code {jsonrpc.ErrorCode.REQUEST_CANCELLED} (Request Cancelled) for the held permission "
+                f"request the client aborted after {via}",
+                f"error {resp.error!r}",
+            )
+        await turn.end("cancelled" if conn.agent.cancelled(turn.session_id) else "end_turn")
