@@ -55,14 +55,7 @@ def cause(exc: BaseException | None) -> BaseException | None:
 
     if not isinstance(exc, BaseExceptionGroup):
         return exc
-    leaves: list[BaseException] = []
-    stack: list[BaseException] = [exc]
-    while stack:
-        e = stack.pop(0)
-        if isinstance(e, BaseExceptionGroup):
-            stack[:0] = list(e.exceptions)
-        else:
-            leaves.append(e)
+    leaves = _leaves(exc)
     if not leaves or not all(isinstance(e, (AcpError, ConformanceFailure)) for e in leaves):
         return exc
     return next((e for e in leaves if isinstance(e, ConformanceFailure)), leaves[0])
@@ -125,4 +118,20 @@ def describe(exc: BaseException | None, peer: str = "agent") -> str:
         return f"{exc.message}" + (f" ({peer} stderr: {tail})" if tail else "")
     if isinstance(exc, AcpError):
         return str(exc)
+    if isinstance(exc, BaseExceptionGroup):
+        # Name what is inside: "2 sub-exceptions" tells whoever reads the report nothing.
+        inner = "; ".join(f"{type(e).__name__}: {e}" for e in _leaves(exc)[:4])
+        return f"{type(exc).__name__}: {exc} [{inner}]"
     return f"{type(exc).__name__}: {exc}"
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    leaves: list[BaseException] = []
+    stack: list[BaseException] = [group]
+    while stack:
+        e = stack.pop(0)
+        if isinstance(e, BaseExceptionGroup):
+            stack[:0] = list(e.exceptions)
+        else:
+            leaves.append(e)
+    return leaves
