@@ -26,6 +26,8 @@ suite-side ``Peer`` sees the real wire.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import secrets
 import shlex
@@ -260,11 +262,60 @@ class RelayConnection:
                 pass
 
 
+class _TransportStream(anyio.abc.ByteStream):
+    """An accepted control connection on asyncio's transports, as an anyio byte stream.
+
+    Why not anyio's own Unix listener: on asyncio its socket streams wait for readiness with a
+    reader callback that sets a future, and when a wait is cancelled in the same loop turn the
+    socket becomes readable (a relay dying while its test tears down: the usual case here), the
+    queued callback sets the cancelled future and asyncio reports ``InvalidStateError`` from the
+    loop, which the test runner raises beside the test's own outcome.  asyncio's transports wake
+    their readers only if they are still waiting, so a cancelled read is just a cancelled read.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        try:
+            data = await self._reader.read(max_bytes)
+        except OSError as exc:
+            raise anyio.BrokenResourceError from exc
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def send(self, item: bytes) -> None:
+        if self._writer.is_closing():
+            raise anyio.ClosedResourceError
+        try:
+            self._writer.write(item)
+            await self._writer.drain()
+        except OSError as exc:
+            raise anyio.BrokenResourceError from exc
+
+    async def send_eof(self) -> None:
+        if not self._writer.is_closing() and self._writer.can_write_eof():
+            self._writer.write_eof()
+
+    async def aclose(self) -> None:
+        self._writer.close()
+        with contextlib.suppress(OSError):
+            await self._writer.wait_closed()
+
+
 class ControlServer:
     """A listening control socket; relays connect to it."""
 
-    def __init__(self, listener: anyio.abc.Listener[Any], address: str, token: str, tg: anyio.abc.TaskGroup) -> None:
-        self.listener = listener
+    def __init__(
+        self,
+        accepted: MemoryObjectReceiveStream[_TransportStream],
+        address: str,
+        token: str,
+        tg: anyio.abc.TaskGroup,
+    ) -> None:
+        self._accepted = accepted
         self.address = address
         self.token = token
         self._tg = tg
@@ -286,10 +337,8 @@ class ControlServer:
 
     async def _accept_loop(self) -> None:
         with self._accept_scope:
-            try:
-                await self.listener.serve(self._handshake, self._tg)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
-                return
+            async for stream in self._accepted:
+                self._tg.start_soon(self._handshake, stream)
 
     async def _handshake(self, stream: anyio.abc.ByteStream) -> None:
         reader = FrameReader()
@@ -362,13 +411,27 @@ async def open_control_server(
     configured once by hand); ``token`` fixes the token ("" = none).
     """
     tmpdir: str | None = None
-    listener: anyio.abc.Listener[Any]
     if address is not None:
         kind = parse_address(address)[0]
     if kind == "unix" and address is None:
         tmpdir = _unix_dir()
         if tmpdir is None:
             kind = "tcp"
+    # asyncio calls this in its protocol callback: hand the connection to the task group.
+    accepted_tx, accepted_rx = anyio.create_memory_object_stream[_TransportStream](64)
+
+    streams: list[_TransportStream] = []  # every connection, closed at the end whatever became of it
+
+    def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        stream = _TransportStream(reader, writer)
+        try:
+            accepted_tx.send_nowait(stream)
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            writer.close()  # a flood of connections, or the server is closing
+        else:
+            streams.append(stream)
+
+    server_: asyncio.Server
     if kind == "unix":
         if address is not None:
             path = parse_address(address)[1]
@@ -377,32 +440,37 @@ async def open_control_server(
         else:
             assert tmpdir is not None
             path = os.path.join(tmpdir, "c.sock")
-        listener = await anyio.create_unix_listener(path, mode=0o600)
+        server_ = await asyncio.start_unix_server(connected, path, limit=READ_CHUNK)
+        os.chmod(path, 0o600)
         where = f"unix:{path}"
     elif kind == "tcp":
         host, port = "127.0.0.1", 0
         if address is not None:
             host, _, p = parse_address(address)[1].rpartition(":")
             port = int(p)
-        multi = await anyio.create_tcp_listener(local_host=host, local_port=port)
-        listener = multi
-        bound = multi.listeners[0].extra(anyio.abc.SocketAttribute.local_address)
+        server_ = await asyncio.start_server(connected, host, port, limit=READ_CHUNK)
+        bound = server_.sockets[0].getsockname()
         where = f"tcp:{bound[0]}:{bound[1]}"
     else:
         raise ConfigurationError(f"control channel kind must be unix or tcp, got {kind!r}")
     tok = secrets.token_hex(8) if token is None else token
     try:
         async with anyio.create_task_group() as tg:
-            server = ControlServer(listener, where, tok, tg)
+            server = ControlServer(accepted_rx, where, tok, tg)
             tg.start_soon(server._accept_loop)
             try:
                 yield server
             finally:
+                server_.close()
+                accepted_tx.close()
                 server._accept_scope.cancel()
                 with anyio.CancelScope(shield=True):
                     for conn in server.connections:
                         await conn.aclose()
-                    await listener.aclose()
+                    for stream in streams:
+                        await stream.aclose()
+                    with anyio.move_on_after(2):
+                        await server_.wait_closed()
                 tg.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         raise single_exception(group) from None

@@ -4,10 +4,13 @@ that put the relay's command line into the client's (``{agent}`` substitution)."
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
 
 import anyio
+import anyio.abc
+import anyio.lowlevel
 import pytest
 
 from acp_conformance.errors import ConfigurationError, PeerTimeout
@@ -220,3 +223,52 @@ def test_bad_profiles_name_file_line_and_key(text: str, where: str) -> None:
 def test_unknown_profile_name_is_a_configuration_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="not a bundled profile"):
         load_profile(str(tmp_path / "missing.toml"))
+
+
+async def _cancel_a_read_as_data_arrives(stream: anyio.abc.ByteStream, other_end: socket.socket) -> list[object]:
+    """Force the race deterministically: the read is cancelled in the same loop turn as its
+    socket turns readable (the callback cancelling it is queued before the selector runs)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    errors: list[object] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: errors.append(context.get("exception")))
+    try:
+        scope = anyio.CancelScope()
+        started = anyio.Event()
+
+        async def read() -> None:
+            with scope:
+                started.set()
+                await stream.receive()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            await started.wait()
+            await anyio.lowlevel.checkpoint()  # the read now waits on the socket
+            other_end.sendall(b"x")
+            loop.call_soon(scope.cancel)
+        for _ in range(5):
+            await anyio.lowlevel.checkpoint()
+    finally:
+        loop.set_exception_handler(previous)
+    return errors
+
+
+async def test_a_read_cancelled_as_its_data_arrives_leaves_no_loop_error() -> None:
+    """A relay dying while its test tears down made the loop report InvalidStateError (anyio's
+    Unix socket streams), which the test runner raised beside the test's own outcome: the run
+    recorded a suite error.  The control channel reads through asyncio's transports instead."""
+    import asyncio
+
+    from acp_conformance.harness.control import _TransportStream
+
+    ours, theirs = socket.socketpair()
+    with theirs:
+        reader, writer = await asyncio.open_unix_connection(sock=ours)
+        stream = _TransportStream(reader, writer)
+        try:
+            assert await _cancel_a_read_as_data_arrives(stream, theirs) == []
+        finally:
+            await stream.aclose()
