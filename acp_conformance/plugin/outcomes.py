@@ -19,7 +19,10 @@ from acp_conformance.results import NOT_EXERCISED_HERE, ClauseResult, Status
 if TYPE_CHECKING:
     from acp_conformance.harness.base import HarnessLike
 
-__all__ = ["Inconclusive", "NotApplicable", "describe", "test_results"]
+__all__ = ["Inconclusive", "NotApplicable", "describe", "is_suite_error", "test_results"]
+
+#: How a result says the suite itself broke (never a verdict about the peer).
+SUITE_ERROR = "suite error: "
 
 _Skip: Any = pytest.skip.Exception
 
@@ -102,8 +105,13 @@ def test_results(
             results.append(ClauseResult(cid, Status.INCONCLUSIVE, f"could not be judged: {why}", evidence))
         else:
             # A bug in the suite: never let it pass for a verdict.
-            results.append(ClauseResult(cid, Status.NOT_TESTED, f"suite error: {why}", evidence))
+            results.append(ClauseResult(cid, Status.NOT_TESTED, f"{SUITE_ERROR}{why}", evidence))
     return results
+
+
+def is_suite_error(result: ClauseResult) -> bool:
+    """The result of a test the suite itself broke (``test_results`` made it)."""
+    return result.status is Status.NOT_TESTED and result.message.startswith(SUITE_ERROR)
 
 
 def describe(exc: BaseException | None, peer: str = "agent") -> str:

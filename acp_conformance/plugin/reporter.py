@@ -21,7 +21,7 @@ from acp_conformance.plugin import options
 from acp_conformance.plugin.bindings import checked_clauses, passive_clauses
 from acp_conformance.plugin.keys import HARNESS, STATE
 from acp_conformance.plugin.markers import marked_clauses
-from acp_conformance.plugin.outcomes import test_results
+from acp_conformance.plugin.outcomes import is_suite_error, test_results
 from acp_conformance.plugin.state import AcpState
 from acp_conformance.redaction import redactor
 from acp_conformance.reporting import RunResults, TestRecord
@@ -156,6 +156,9 @@ class Reporter:
         self._data: dict[str, Any] | None = None
         #: Tests that failed for anything but a clause the baseline expects.
         self._failed_tests: set[str] = set()
+        #: Tests whose outcome their clause results fully account for (no suite error): a pytest
+        #: failure of one of them (a peer that exited, a FAIL) is already in the verdict.
+        self._accounted: set[str] = set()
         self._durations: dict[str, float] = {}
         self.run.extra["run"] = run_metadata(config, state)
 
@@ -171,6 +174,8 @@ class Reporter:
         if raw is None:
             return
         results = [ClauseResult.from_json(r) for r in raw]
+        if not any(is_suite_error(r) for r in results):
+            self._accounted.add(report.nodeid)
         if self.run.peer is None and props.get("acp_peer"):
             self.run.peer = props["acp_peer"]
         outcome = "failed" if any(r.status is Status.FAIL for r in results) else "passed"
@@ -217,8 +222,13 @@ class Reporter:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             elif session.exitstatus == pytest.ExitCode.TESTS_FAILED and not self._failed_tests:
                 session.exitstatus = pytest.ExitCode.OK
-        elif not self.run.passed() and session.exitstatus == 0:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif not self.run.passed():
+            if session.exitstatus == 0:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif session.exitstatus == pytest.ExitCode.TESTS_FAILED and self._failed_tests <= self._accounted:
+            # The exit status is the verdict's: a test that ended INCONCLUSIVE (its peer exited) while
+            # other tests judged every clause it is bound to fails no conformant run.  A suite error does.
+            session.exitstatus = pytest.ExitCode.OK
         written = self.config.getoption("acp_write_baseline")
         if written:
             write_baseline(written, self.state.role, self._failures())

@@ -4,11 +4,13 @@ Nothing here knows about pytest: the plugin feeds ``RunResults`` with the
 results each test produced and asks for JSON, Markdown and terminal lines.
 
 The verdict (also in the README): the peer is **conformant** iff no
-*applicable*, *checked*, mandatory (MUST / MUST NOT) clause is FAIL or
-NOT_TESTED.  Applicable: the clause constrains the peer's role (or both
-roles) and is observable on the wire.  Checked: this suite version has a
+*applicable*, *checked*, mandatory (MUST / MUST NOT) clause is FAIL,
+NOT_TESTED or INCONCLUSIVE.  Applicable: the clause constrains the peer's role
+(or both roles) and is observable on the wire.  Checked: this suite version has a
 check bound to it; clauses it does not check yet are listed as coverage
-gaps and never counted as passing.
+gaps and never counted as passing.  A run with no FAIL whose mandatory clauses
+could not all be judged (a peer that crashed before answering, a race nothing
+proved) is **inconclusive**: never a CONFORMANT nobody earned.
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ class RunResults:
 
     def verdict(self) -> dict[str, Any]:
         statuses = self.clause_status()
-        failed, not_tested, gaps, warned, info, judged = [], [], [], [], [], []
+        failed, not_tested, inconclusive, gaps, warned, info, judged = [], [], [], [], [], [], []
         counts: dict[str, int] = defaultdict(int)
         for clause in self.registry.for_role(self.role):
             status, got = statuses[clause.id]
@@ -117,6 +119,9 @@ class RunResults:
                 info.append(clause.id)
             elif clause.mandatory and status is Status.NOT_TESTED:
                 not_tested.append(clause.id)
+            elif clause.mandatory and status is Status.INCONCLUSIVE:
+                if not self.selected or clause.id in self.selected:
+                    inconclusive.append(clause.id)
         common = {
             "warnings": warned,
             "info": info,
@@ -138,6 +143,7 @@ class RunResults:
                 "failed_mandatory": selected_failed,
                 "failed_outside_selection": [c for c in failed if c not in selected_failed],
                 "not_tested_mandatory": [],
+                "inconclusive_mandatory": inconclusive,
                 **common,
                 "definition": (
                     "a partial run: selected_pass iff no judged clause of the selection is FAIL; it gives no "
@@ -146,14 +152,16 @@ class RunResults:
             }
         return {
             "scope": "full",
-            "conformant": not failed and not not_tested and bool(self.tests),
+            "conformant": not failed and not not_tested and not inconclusive and bool(self.tests),
             "failed_mandatory": failed,
             "not_tested_mandatory": not_tested,
+            "inconclusive_mandatory": inconclusive,
             **common,
             "definition": (
-                "conformant iff no applicable, checked MUST/MUST NOT clause is FAIL or NOT_TESTED "
+                "conformant iff no applicable, checked MUST/MUST NOT clause is FAIL, NOT_TESTED or INCONCLUSIVE "
                 "(applicable: constrains this role and is observable on the wire; checked: this suite "
-                "version has a check for it - the others are listed as coverage_gaps)"
+                "version has a check for it - the others are listed as coverage_gaps); with no FAIL and "
+                "mandatory clauses left INCONCLUSIVE the verdict is INCONCLUSIVE"
             ),
         }
 
@@ -274,9 +282,12 @@ def verdict_line(v: dict[str, Any]) -> str:
             f"{len(v['warnings'])} WARN, {len(v['info'])} INFO (selection: {v['selection']}); "
             "no conformance verdict from a run that did not finish"
         )
+    unjudged = v.get("inconclusive_mandatory") or []
     if v.get("scope") == "selected":
         head = (
-            "SELECTED CLAUSES: all PASS"
+            f"SELECTED CLAUSES: no FAIL, {len(unjudged)} MUST INCONCLUSIVE ({', '.join(unjudged)})"
+            if v["selected_pass"] and unjudged
+            else "SELECTED CLAUSES: all PASS"
             if v["selected_pass"]
             else f"SELECTED CLAUSES: {len(v['failed_mandatory'])} FAIL ({', '.join(v['failed_mandatory'])})"
             if v["failed_mandatory"]
@@ -289,11 +300,27 @@ def verdict_line(v: dict[str, Any]) -> str:
             f"partial run: {v['selection']}; no conformance verdict without the whole suite)"
         )
     return (
-        f"{'CONFORMANT' if v['conformant'] else 'NOT CONFORMANT'} "
+        f"{verdict_word_of(v)} "
         f"({len(v['failed_mandatory'])} mandatory FAIL, {len(v['not_tested_mandatory'])} mandatory NOT_TESTED, "
+        f"{len(unjudged)} mandatory INCONCLUSIVE{f' ({_ids(unjudged)})' if unjudged else ''}, "
         f"{len(v['warnings'])} WARN, {len(v['info'])} INFO; "
         f"{len(v['coverage_gaps'])} clauses of this role not yet checked by this suite version)"
     )
+
+
+def verdict_word_of(v: dict[str, Any]) -> str:
+    """A full run's verdict word: the one place CONFORMANT / NOT CONFORMANT / INCONCLUSIVE is decided
+    from a report's ``verdict`` (the terminal, Markdown, HTML, JUnit and the matrix all call it)."""
+    if v["conformant"]:
+        return "CONFORMANT"
+    if not v["failed_mandatory"] and not v["not_tested_mandatory"] and v.get("inconclusive_mandatory"):
+        return "INCONCLUSIVE"
+    return "NOT CONFORMANT"
+
+
+def _ids(ids: list[str], shown: int = 5) -> str:
+    more = f", and {len(ids) - shown} more" if len(ids) > shown else ""
+    return ", ".join(ids[:shown]) + more
 
 
 def baseline_line(gate: dict[str, Any]) -> str:

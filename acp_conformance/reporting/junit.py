@@ -9,7 +9,9 @@ JUnit file can never disagree with the reports or the exit status:
 * ``WARN`` and ``INFO``: a passing case with a ``status`` property and the message on
   ``system-out`` (a SHOULD or a MAY never fails a build); a FAIL the baseline expects likewise,
   with ``expected-by-baseline``;
-* coverage gaps (no check in this suite version) are left out: they are not results.
+* coverage gaps (no check in this suite version) are left out: they are not results;
+* a full run that judged no FAIL but left mandatory clauses INCONCLUSIVE (or NOT_TESTED) fails
+  one ``verdict.unjudged-mandatory`` case naming them, as the exit status does.
 """
 
 from __future__ import annotations
@@ -70,6 +72,17 @@ def junit_xml(report: dict[str, Any]) -> bytes:
         case = ET.SubElement(suite, "testcase", name="baseline.stale-entries", classname=f"acp.{role}.baseline")
         listed = ", ".join(f"{cid} (now {status})" for cid, status in stale.items())
         ET.SubElement(case, "failure", message=f"listed as expected failures but no longer failing: {listed}")
+    verdict = report["verdict"]
+    unjudged = [*verdict.get("not_tested_mandatory", []), *verdict.get("inconclusive_mandatory", [])]
+    if not report.get("baseline") and verdict.get("conformant") is False and not counts["failures"] and unjudged:
+        # No clause failed, yet the run exits non-zero: mandatory clauses went unjudged.  The panel
+        # must show that, or the JUnit file would disagree with the exit status.
+        counts["tests"] += 1
+        counts["failures"] += 1
+        case = ET.SubElement(suite, "testcase", name="verdict.unjudged-mandatory", classname=f"acp.{role}.verdict")
+        ET.SubElement(
+            case, "failure", message=f"{verdict_word(report)}: mandatory clauses not judged: {', '.join(unjudged)}"
+        )
     for key, value in counts.items():
         suite.set(key, str(value))
     root = ET.Element("testsuites")

@@ -272,7 +272,9 @@ def verdict_word(report: dict[str, Any]) -> str:
         return "interrupted"
     if v.get("scope") == "selected":
         return "selection passes" if v["selected_pass"] else "selection fails"
-    return "CONFORMANT" if v["conformant"] else "NOT CONFORMANT"
+    from acp_conformance.reporting import verdict_word_of
+
+    return verdict_word_of(v)
 
 
 def _finding(data: dict[str, Any], c: dict[str, Any], expected: bool) -> list[str]:

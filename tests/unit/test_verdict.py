@@ -158,3 +158,30 @@ def test_an_exception_group_of_peer_errors_is_its_first_peer_error() -> None:
     bug = BaseExceptionGroup("g", [gone, KeyError("suite bug")])
     assert cause(bug) is bug
     assert cause(None) is None and cause(gone) is gone
+
+
+def test_mandatory_clauses_left_inconclusive_are_never_a_conformant_verdict() -> None:
+    """An agent that exits before answering anything leaves every clause INCONCLUSIVE and fails
+    none: the verdict says INCONCLUSIVE and names them; the exit status and JUnit agree."""
+    from acp_conformance.reporting.junit import junit_xml
+
+    checked = {"cancel.stop-reason", "cancel.no-error"}
+    run = RunResults(registry=REG, role="agent", command="a", checked=checked)
+    run.add(Record("t::a", "passed", [ClauseResult("cancel.stop-reason", Status.PASS)]))
+    run.add(Record("t::b", "skipped", [ClauseResult("cancel.no-error", Status.INCONCLUSIVE, "could not be judged")]))
+    v = run.verdict()
+    assert "cancel.no-error" in v["inconclusive_mandatory"] and v["conformant"] is False and not run.passed()
+    assert run.verdict_line().startswith("INCONCLUSIVE (0 mandatory FAIL, ")
+    assert "mandatory INCONCLUSIVE (" in run.verdict_line() and "cancel.no-error" in run.verdict_line()
+    xml = junit_xml(run.to_json()).decode()
+    assert 'name="verdict.unjudged-mandatory"' in xml and "cancel.no-error" in xml
+    # A FAIL beside it: NOT CONFORMANT, the FAIL decides.
+    run.add(Record("t::c", "failed", [ClauseResult("cancel.stop-reason", Status.FAIL, "bad")]))
+    assert run.verdict_line().startswith("NOT CONFORMANT (1 mandatory FAIL")
+    # A partial run: no FAIL is still "no FAIL", never "all PASS", while a selected MUST is unjudged.
+    part = RunResults(
+        registry=REG, role="agent", command="a", checked=checked, selection="--acp-clause cancel.*",
+        selected=frozenset(checked),
+    )
+    part.add(Record("t::b", "skipped", [ClauseResult("cancel.no-error", Status.INCONCLUSIVE, "a race")]))
+    assert part.verdict_line().startswith("SELECTED CLAUSES: no FAIL, 1 MUST INCONCLUSIVE (cancel.no-error)")
