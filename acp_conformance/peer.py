@@ -172,6 +172,10 @@ class Peer:
         self.closed = anyio.Event()
         self._changed: anyio.Event | None = None  # made by the first waiter (_wait_changed)
         self._responses: dict[tuple[str, Any], Response] = {}
+        #: The order our requests went out in (id key -> sequence number): what proves, at EOF,
+        #: that the peer had read a request it never answered (``_answered_after``).
+        self._sent_seq: dict[tuple[str, Any], int] = {}
+        self._sent_count = 0
         #: One event per response someone waits for: set when that response (or EOF) arrives,
         #: so a waiter is not woken by every frame of a long stream of updates.
         self._awaited: dict[tuple[str, Any], anyio.Event] = {}
@@ -450,7 +454,10 @@ class Peer:
                     validate,
                 )
         rid, data = self.conn.send_request(method, params, id=id)
-        self._responses.pop(jsonrpc.id_key(rid), None)  # an id reused later waits for its own answer
+        key = jsonrpc.id_key(rid)
+        self._responses.pop(key, None)  # an id reused later waits for its own answer
+        self._sent_count += 1
+        self._sent_seq[key] = self._sent_count
         await self._write(data, _loads(data))
         return rid
 
@@ -517,8 +524,13 @@ class Peer:
                     return resp
                 if self.closed.is_set():
                     msg = f"the peer closed its output before answering {method} (id {rid!r})"
-                    if flag:
-                        self.flag("jsonrpc.every-request-answered", msg)
+                    later = self._answered_after(key)
+                    if later is None:
+                        # A peer that exits (a crash, a defect of its own, a deliberate quit) may
+                        # never have read our request: the closing proves nothing about it.
+                        msg += "; nothing shows it had read the request (it answered nothing we sent after it)"
+                    elif flag:
+                        self.flag("jsonrpc.every-request-answered", f"{msg}, though it answered {later} sent after it")
                     raise PeerExited(msg, None, self.stderr_tail())
                 awaited = self._awaited.get(key)
                 if awaited is None:
@@ -529,6 +541,19 @@ class Peer:
         if flag:
             self._missed(method, msg, limit)
         raise PeerTimeout(msg, self.stderr_tail())
+
+    def _answered_after(self, key: tuple[str, Any]) -> str | None:
+        """A request of ours sent after ``key`` that the peer answered (``"id N"``), or None.
+
+        The one proof that a peer which closed its output had read our request ``key``: its
+        input is ordered, so answering a later request means it read past this one."""
+        seq = self._sent_seq.get(key)
+        if seq is None:
+            return None
+        for other in self._responses:
+            if self._sent_seq.get(other, -1) > seq:
+                return f"our request id {other[1]!r}"
+        return None
 
     def _missed(self, method: str, message: str, limit: float) -> None:
         """Our ``method`` request went unanswered for ``limit`` seconds: a ``jsonrpc.every-request-

@@ -394,10 +394,21 @@ class FrameFuzzer(ABC):
             why = self.forbidden(frame, live)
             if why is not None:
                 _reattribute(live, frame, window, why)
-            return [
-                *problems,
-                Problem("jsonrpc.every-request-answered", f"the {self.role} {what} after the frame ({exc.message})"),
-            ]
+            owed = (tracked or unpaired) and expect.answer == "required"
+            if peer.closed.is_set() and why is None and not owed:
+                # It died after a valid notification (or response): the probes behind it were never
+                # read, so no request it received went unanswered.  Not a jsonrpc.every-request-
+                # answered FAIL; what the frame means is judged by the tests of its own clause.
+                self._note(
+                    f"(fuzz) the {self.role} closed its output after a valid frame that asks no answer; the "
+                    "probes behind it were never read: not judged here"
+                )
+                return problems
+            what = f"{what} after the frame"
+            if peer.closed.is_set() and owed:
+                # The frame itself is a request it read (replaying the example kills it again).
+                what += ", never answering that request"
+            return [*problems, Problem("jsonrpc.every-request-answered", f"the {self.role} {what} ({exc.message})")]
         finally:
             if tracked:
                 peer.conn.forget_outgoing(rid)

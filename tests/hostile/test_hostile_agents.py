@@ -205,27 +205,29 @@ def test_agent_writing_binary_and_invalid_utf8(tmp_path: Path, baseline_mib: flo
 
 # ----------------------------------------------------------------- lifecycle
 def test_agent_closing_stdout_but_running_on(tmp_path: Path, baseline_mib: float) -> None:
+    """Closing its output proves nothing about the request that crossed it (the agent may never
+    have read it): no FAIL, the tests it cut short INCONCLUSIVE with its stderr."""
     run = run_hostile("stdout-closed", tmp_path, *only(*CORE), *FAST)
     check_run(run, seconds=90, baseline=baseline_mib)
-    assert run.with_status("FAIL") == {"jsonrpc.every-request-answered"}, run.summary()
-    messages = run.messages("jsonrpc.every-request-answered", "FAIL")
-    assert messages and all("the peer closed its output before answering" in m for m in messages), messages
+    assert not run.with_status("FAIL"), run.summary()
     assert run.statuses()["init.response.protocol-version"] == "PASS"
     for cid in ("session.new.unique-id", "jsonrpc.unknown-method", "content.text.baseline"):
         assert run.statuses()[cid] == "INCONCLUSIVE", run.summary()
         assert all("(agent stderr: hostile: closed my stdout, still running)" in m for m in run.messages(cid))
+        assert all("nothing shows it had read the request" in m for m in run.messages(cid))
 
 
 def test_agent_exiting_in_the_middle_of_a_turn(tmp_path: Path, baseline_mib: float) -> None:
+    """A crash mid-turn is INCONCLUSIVE for the turn, never a jsonrpc.every-request-answered FAIL
+    the order of nothing proves; the crash is shown with the agent's stderr."""
     run = run_hostile("exits-mid-turn", tmp_path, *only(*CORE), *FAST)
     check_run(run, seconds=90, baseline=baseline_mib)
-    assert run.with_status("FAIL") == {"jsonrpc.every-request-answered"}, run.summary()
-    assert set(run.messages("jsonrpc.every-request-answered", "FAIL")) == {
-        "the peer closed its output before answering session/prompt (id 2)"
-    }
+    assert not run.with_status("FAIL"), run.summary()
     assert statuses_of(run, NO_PROMPT) == dict.fromkeys(sorted(NO_PROMPT), "PASS"), run.summary()
     assert run.statuses()["content.text.baseline"] == "INCONCLUSIVE"
-    assert any("segmentation fault (simulated)" in m for m in run.messages("content.text.baseline"))
+    messages = run.messages("content.text.baseline")
+    assert any("segmentation fault (simulated)" in m for m in messages), messages
+    assert any("the peer closed its output before answering session/prompt (id 2)" in m for m in messages), messages
 
 
 def test_agent_ignoring_stdin_eof_and_sigterm(tmp_path: Path, baseline_mib: float) -> None:

@@ -96,13 +96,14 @@ def test_client_that_never_answers_the_agent(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------- crashes
 def test_client_exiting_in_the_middle_of_a_turn(tmp_path: Path) -> None:
+    """Dies at the first update; our permission request may cross its exit unread, so the crash is
+    INCONCLUSIVE for what it cut short (with its stderr), never a FAIL nothing proves."""
     run = hostile_client("exits-mid-turn", tmp_path, *only(*CORE), *FAST)
     check(run, seconds=60)
-    assert run.with_status("FAIL") == {"jsonrpc.every-request-answered"}, run.summary()
-    assert set(run.messages("jsonrpc.every-request-answered", "FAIL")) == {
-        "the peer closed its output before answering session/request_permission (id 0)"
-    }
-    assert "segmentation fault (simulated)" in run.evidence("jsonrpc.every-request-answered")
+    assert not run.with_status("FAIL"), run.summary()
+    cut = [t["message"] for c in run.report["clauses"] for t in c["tests"] if t["status"] == "INCONCLUSIVE"]
+    assert any("segmentation fault (simulated)" in m for m in cut), run.summary()
+    assert any("nothing shows it had read the request" in m for m in cut), run.summary()
     assert statuses(run, HANDSHAKE) == dict.fromkeys(sorted(HANDSHAKE), "PASS"), run.summary()
 
 

@@ -131,7 +131,9 @@ async def test_wait_response_deadline_is_a_peer_timeout_and_a_violation() -> Non
             assert [v.clause_id for v in client.violations()] == ["jsonrpc.every-request-answered"]
 
 
-async def test_peer_eof_while_waiting_is_peer_exited() -> None:
+async def test_peer_eof_while_waiting_is_peer_exited_and_no_finding_by_itself() -> None:
+    """A peer that closes its output may never have read our request (it crashed, quit, or
+    exited on a defect of its own as our request crossed): the wait ends, nothing is charged."""
     with anyio.fail_after(10):
         async with connected() as (client, agent, agent_end):
             agent.handlers["session/prompt"] = lambda req: anyio.sleep_forever()
@@ -140,8 +142,27 @@ async def test_peer_eof_while_waiting_is_peer_exited() -> None:
             await agent_end.close_output()
             with pytest.raises(PeerExited) as info:
                 await client.wait_response(rid, method="session/prompt")
-            assert "session/prompt" in str(info.value)
-            assert [v.clause_id for v in client.violations()] == ["jsonrpc.every-request-answered"]
+            assert "session/prompt" in str(info.value) and "nothing shows it had read" in str(info.value)
+            assert client.violations() == []
+
+
+async def test_peer_eof_after_answering_a_later_request_is_a_finding() -> None:
+    """Its input is ordered: answering a request we sent later proves it read the earlier one."""
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, agent_end):
+            agent.handlers["session/prompt"] = lambda req: anyio.sleep_forever()
+            async def new_session(req: Request) -> Any:
+                return {"sessionId": SID}
+
+            agent.handlers["session/new"] = new_session
+            held = await client.send_request("session/prompt", {"sessionId": SID, "prompt": []})
+            assert await client.request("session/new", NEW_SESSION) == {"sessionId": SID}
+            await agent_end.close_output()
+            with pytest.raises(PeerExited):
+                await client.wait_response(held, method="session/prompt")
+            [v] = client.violations()
+            assert v.clause_id == "jsonrpc.every-request-answered"
+            assert "though it answered our request id 1 sent after it" in v.message
 
 
 async def test_peer_eof_while_waiting_for_an_event() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from acp_conformance.checks import gating
 from acp_conformance.clauses import registry
 from acp_conformance.endpoints.agent import PermissionAnswer, PromptTurn
-from acp_conformance.errors import PeerError
+from acp_conformance.errors import PeerError, PeerExited
 from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.results import Status, breach_status
 from acp_conformance.suite._support import inconclusive, not_applicable
@@ -109,9 +109,18 @@ def same_kind(before: PermissionAnswer, after: PermissionAnswer) -> bool:
 async def still_answers(
     acp: ClientHarness, turn: PromptTurn, clause: str, after: str, baseline: PermissionAnswer
 ) -> PermissionAnswer | None:
-    """Ask for permission again; judge ``clause`` on whether it is answered as the baseline was."""
+    """Ask for permission again; judge ``clause`` on whether it is answered as the baseline was.
+
+    A client that exits instead stopped after the provocation, which is the provocation's clause's
+    finding; but when the clause is the request's own (jsonrpc.every-request-answered), whether it
+    ever read our request is what its exit leaves unknown (``Peer.wait_response``)."""
     try:
         answer = await turn.request_permission(await turn.tool_call("Edit after.txt"))
+    except PeerExited as exc:
+        if clause == "jsonrpc.every-request-answered":
+            inconclusive(f"the client exited after {after}: {exc.message}")
+        acp.check(clause, False, f"the client to keep answering requests after {after}", exc.message)
+        return None
     except PeerError as exc:
         acp.check(clause, False, f"the client to keep answering requests after {after}", exc.message)
         return None
