@@ -17,6 +17,7 @@ registers its options and marker and imports nothing heavier than pytest.
 from __future__ import annotations
 
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -97,6 +98,22 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if unbound:
         lines.append(f"acp selection: {', '.join(unbound)} judged on every exchange, so every test runs")
     return lines
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """A run selected by clause does not import the suite modules none of whose tests it keeps
+    (``pytest_collection_modifyitems`` would deselect them all): the fuzz modules alone cost a
+    third of a pytest start.  Which module checks what comes from the cached bindings."""
+    state = config.stash.get(STATE, None)
+    if state is None or not state.clauses or not collection_path.name.startswith("test_"):
+        return None
+    from acp_conformance.plugin.bindings import module_clauses, suite_dir
+
+    if collection_path.parent != suite_dir(state.role) or state.unbound_passive():
+        return None
+    if module_clauses(state.role).get(collection_path.name, set()) & set(state.clauses):
+        return None
+    return True
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

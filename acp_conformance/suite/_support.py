@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -13,7 +13,9 @@ from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.plugin.keys import STATE
 from acp_conformance.plugin.outcomes import Inconclusive, NotApplicable
 from acp_conformance.results import Status
-from acp_conformance.scenario.result import ScenarioResult
+
+if TYPE_CHECKING:  # the scenario models (pydantic) load only in the tests that play scenario files
+    from acp_conformance.scenario.result import ScenarioResult
 
 __all__ = ["conclude", "inconclusive", "new_session", "not_applicable", "run_turn"]
 
