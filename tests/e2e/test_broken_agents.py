@@ -57,7 +57,11 @@ def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> Non
     b = BREAKAGES[name]
     targeted = os.environ.get("ACP_PROOF", "full") == "targeted"
     select = [f"--acp-clause={cid}" for cid in sorted(targeted_selection(b.breaks, b.also))] if targeted else []
-    if targeted and not needs_fuzzing(name, b.breaks):
+    if targeted and b.fuzz:
+        # Only the campaign that finds it (as for clients), bounded by its examples, not the clock,
+        # and 2 s to shrink: the finding comes within the first examples of the default seed.
+        select += ["-k", b.fuzz, "--acp-fuzz-seconds=600", "--acp-fuzz-shrink-seconds=2"]
+    elif targeted and not needs_fuzzing(name, b.breaks):
         select += ["-k", "not test_fuzz and not test_stateful"]
     else:
         # The campaign's examples, not the clock, bound it: seed 0's 25 examples are the same on
@@ -66,7 +70,13 @@ def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> Non
         # once missed the _meta example its declared ext.meta.everywhere FAIL comes from).
         select += ["--acp-fuzz-seconds=600"]
     run = run_suite(
-        f"{PY} {BROKEN} {name}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=3", *b.suite_args, *select
+        # The breakage's own options last: they may override the selection's (a longer shrink).
+        f"{PY} {BROKEN} {name}",
+        tmp_path,
+        "--acp-timeout=3",
+        "--acp-startup-timeout=3",
+        *select,
+        *b.suite_args,
     )
     findings = run.with_status("FAIL", "WARN", "INFO")
     assert run.statuses()[b.breaks] == b.status, run.stdout[-3000:]

@@ -77,7 +77,7 @@ class FilteredClient(MockClient):
 P = TypeVar("P", bound=MockAgent | MockClient)
 
 #: Fields only the client proofs (tests/e2e/test_broken_clients.py) read.
-_CLIENT_ONLY = ("fuzz", "scenario", "prompts_on_stdin")
+_CLIENT_ONLY = ("scenario", "prompts_on_stdin")
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ class Breakage(Generic[P]):
     why_also: str = ""
     #: Extra suite options the proof passes (e.g. ``--acp-auth-method`` for an agent requiring auth).
     suite_args: tuple[str, ...] = ()
-    #: Clients: the fuzz campaign (test name) that finds the breakage: targeted proofs run only it.
+    #: The fuzz campaign (test name) that finds the breakage: targeted proofs run only it.
     fuzz: str = ""
     #: Clients: a file of the scenario library (scenarios/client/, by its id) whose suite test must give
     #: ``breaks`` this status too: the proof that the client suite runs the library and the file catches it.
