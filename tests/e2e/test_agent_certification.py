@@ -186,10 +186,15 @@ def test_banner_on_stdout_is_a_clear_fail_with_the_line(tmp_path: Path) -> None:
 )
 def test_python_sdk_echo_agent_gets_an_honest_verdict(tmp_path: Path) -> None:
     pytest.importorskip("acp", reason="agent-client-protocol not installed")
-    run = run_suite(f"{PY} {ECHO_AGENT}", tmp_path, "-n", "2")
+    # Every scripted test (the fuzz campaigns restart this agent per failing example, at 0.9 s of
+    # imports each: its full report is reports/python-sdk-echo-agent.json, made by hand).
+    run = run_suite(f"{PY} {ECHO_AGENT}", tmp_path, "-n", "2", "-k", "not test_fuzz and not test_stateful")
     # agent-client-protocol 0.12.1's echo agent echoes any protocolVersion it is sent (999 too).
     assert run.statuses()["init.version.latest-otherwise"] == "FAIL"
-    assert not run.report["verdict"]["conformant"]
+    assert run.report["verdict"]["selected_pass"] is False and run.returncode != 0
+    # Honest also means the suite never broke on a peer it did not write.
+    errors = [t["message"] for c in run.report["clauses"] for t in c["tests"] if t["message"].startswith("suite error")]
+    assert not errors, errors[:3]
 
 
 def test_expected_failures_baseline_gates_on_new_and_stale_entries(tmp_path: Path) -> None:
