@@ -221,7 +221,9 @@ def test_client_endpoint_answers_and_survives_any_agent_frame(frame: acp.Frame, 
             if any(isinstance(e, Unjudged) for e in peer.events):
                 # Nested deeper than our parser goes: valid JSON we cannot read, so recorded and
                 # charged to no clause (the suite's own peers answer only what they decode).
-                assert frame.mutation == "deep-nesting", frame.describe()
+                # (also a garbage line of thousands of "[": as deep as any nesting, before it is invalid).
+                deep = frame.mutation == "deep-nesting" or frame.data.lstrip()[:1000] in (b"[" * 1000, b"{" * 1000)
+                assert deep, frame.describe()
                 assert not any(isinstance(e, Violation) for e in peer.events), frame.describe()
             elif frame.trackable_id and frame.kind == "request":
                 # Each request is handled in its own task: the probe's answer may overtake the
