@@ -24,12 +24,16 @@ __all__ = ["build_parser", "main", "parse_caps"]
 
 log = logging.getLogger("mock_client")
 
-CAP_WORDS = ("fs", "read", "write", "terminal", "elicitation-form", "none")
+CAP_WORDS = ("fs", "read", "write", "terminal", "elicitation-form", "elicitation-url", "auth-terminal", "none")
 
 
 def parse_caps(spec: str) -> ClientCapabilities:
     """``fs`` (default), ``fs,terminal``, ``none``, or any of fs, read, write, terminal, elicitation-form
-    (answers form elicitations: accept, with each field's default or first choice)."""
+    (answers form elicitations: accept, with each field's default or first choice), elicitation-url
+    (answers URL elicitations accept and never opens the page: a headless client has nobody to show it
+    to), auth-terminal
+    (advertises ``auth.terminal``; for testing: it logs in through agent methods only, never running a
+    terminal one, and never names one in ``authenticate``)."""
     words = {w.strip() for w in spec.split(",") if w.strip()}
     unknown = words - set(CAP_WORDS)
     if unknown:
@@ -43,6 +47,8 @@ def parse_caps(spec: str) -> ClientCapabilities:
         fs_write=bool(words & {"fs", "write"}),
         terminal="terminal" in words,
         elicitation_form="elicitation-form" in words,
+        elicitation_url="elicitation-url" in words,
+        auth_terminal="auth-terminal" in words,
     )
 
 
@@ -87,6 +93,31 @@ def build_parser(prog: str = "python -m mock_client") -> argparse.ArgumentParser
         metavar="DIR",
         help="an additional workspace root (repeatable), sent as an absolute path in session/new only when the "
         "agent advertises sessionCapabilities.additionalDirectories",
+    )
+    parser.add_argument(
+        "--authenticate",
+        action="store_true",
+        help="when the agent answers auth_required (-32000), authenticate with its first agent method (a method "
+        "without a type is one) and retry",
+    )
+    parser.add_argument(
+        "--list-sessions",
+        action="store_true",
+        help="after initialize, list the agent's sessions in --cwd (session/list, every page), when it advertises it",
+    )
+    parser.add_argument(
+        "--continue",
+        dest="continue_session",
+        metavar="SESSION_ID",
+        help="continue this session (session/load, or session/resume) instead of opening a new one",
+    )
+    parser.add_argument(
+        "--attach",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="attach FILE to every prompt: an image block (base64) when it is an image the agent accepts, else a "
+        "resource link (repeatable)",
     )
     parser.add_argument(
         "--cancel-after-permission",
@@ -148,6 +179,10 @@ def main(argv: Sequence[str] | None = None, *, client_cls: type[MockClient] = Mo
         report=args.report,
         quiet=args.quiet,
         add_dirs=list(args.add_dir),
+        authenticate=args.authenticate,
+        list_sessions=args.list_sessions,
+        continue_session=args.continue_session,
+        attach=list(args.attach),
     )
     if args.cwd is not None:
         options.cwd = args.cwd

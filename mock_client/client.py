@@ -19,7 +19,9 @@ behaviour it wants to get wrong.
 
 from __future__ import annotations
 
+import base64
 import logging
+import mimetypes
 import os
 import signal
 import sys
@@ -68,6 +70,14 @@ class ClientOptions:
     quiet: bool = False
     #: Additional workspace roots, offered only to an agent that advertises them.
     add_dirs: list[str] = field(default_factory=list)
+    #: Authenticate when the agent answers auth_required (with its first agent method).
+    authenticate: bool = False
+    #: List the agent's sessions (every page) after initialize.
+    list_sessions: bool = False
+    #: Continue this session (session/load or session/resume) instead of opening a new one.
+    continue_session: str | None = None
+    #: Files attached to every prompt.
+    attach: list[str] = field(default_factory=list)
 
 
 class MockClient:
@@ -220,7 +230,28 @@ class MockClient:
         return params
 
     def prompt_blocks(self, text: str) -> list[dict[str, Any]]:
-        return [{"type": "text", "text": text}]
+        return [{"type": "text", "text": text}, *(self.attachment(path) for path in self.options.attach)]
+
+    def attachment(self, path: str) -> dict[str, Any]:
+        """content.mdx: an image block carries its bytes base64-encoded; it goes only to an agent
+        whose promptCapabilities.image is true, else the file is linked."""
+        file = Path(path).resolve()
+        mime = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+        if mime.startswith("image/") and self.endpoint.agent_supports("promptCapabilities.image"):
+            return {"type": "image", "mimeType": mime, "data": base64.b64encode(file.read_bytes()).decode("ascii")}
+        return {"type": "resource_link", "uri": file.as_uri(), "name": file.name, "mimeType": mime}
+
+    def auth_method(self) -> str | None:
+        """The first advertised method this client drives with ``authenticate``: an agent method, and
+        one without a type is one (authentication.mdx); a terminal method never."""
+        for method in (self.endpoint.init_result or {}).get("authMethods") or []:
+            if isinstance(method, dict) and method.get("type", "agent") == "agent":
+                return str(method.get("id"))
+        return None
+
+    def continue_params(self, session_id: str) -> dict[str, Any]:
+        params = {"sessionId": session_id, **self.session_params()}
+        return params
 
     def cancel_params(self, session_id: str) -> dict[str, Any]:
         return {"sessionId": session_id}
@@ -240,8 +271,55 @@ class MockClient:
             return False
         return True
 
+    async def authenticated(self, method: str, params: dict[str, Any]) -> Any:
+        """``method`` with ``params``; on auth_required (-32000), authenticate once and try again."""
+        try:
+            return await self.peer.request(method, params)
+        except RpcError as exc:
+            if exc.code != ErrorCode.AUTH_REQUIRED or not self.options.authenticate:
+                raise
+            method_id = self.auth_method()
+            if method_id is None:
+                self.fail("the agent requires authentication and offers no agent method this client can drive")
+                raise
+            await self.peer.request("authenticate", {"methodId": method_id})
+            return await self.peer.request(method, params)
+
+    async def list_sessions(self) -> list[dict[str, Any]]:
+        """Every page of ``session/list`` for our cwd, following nextCursor exactly as sent."""
+        if not self.endpoint.agent_supports("sessionCapabilities.list"):
+            self.fail("--list-sessions: the agent does not advertise sessionCapabilities.list")
+            return []
+        listed: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"cwd": self.cwd}
+        for _ in range(1000):  # a bound, not a limit any real listing meets
+            result = await self.authenticated("session/list", params)
+            page = result if isinstance(result, dict) else {}
+            listed += [s for s in page.get("sessions") or [] if isinstance(s, dict)]
+            cursor = page.get("nextCursor")
+            if not isinstance(cursor, str):
+                break  # no nextCursor: the last page (session-list.mdx)
+            params = {"cwd": self.cwd, "cursor": cursor}
+        if not self.options.quiet:
+            for info in listed:
+                print(f"session {info.get('sessionId')}: {info.get('title') or ''}", flush=True)
+        self.report["sessions"] = listed
+        return listed
+
+    async def continue_session(self, session_id: str) -> str:
+        """session/load where the agent can load, else session/resume (session-setup.mdx)."""
+        if self.endpoint.agent_supports("loadSession"):
+            await self.authenticated("session/load", self.continue_params(session_id))
+        elif self.endpoint.agent_supports("sessionCapabilities.resume"):
+            await self.authenticated("session/resume", self.continue_params(session_id))
+        else:
+            raise RpcError("session/load", None, "the agent can neither load nor resume sessions")
+        self.endpoint.sessions[session_id] = {}
+        self.session_id = session_id
+        return session_id
+
     async def new_session(self) -> str:
-        result = await self.peer.request("session/new", self.session_params())
+        result = await self.authenticated("session/new", self.session_params())
         if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
             raise RpcError("session/new", None, f"result carries no string sessionId: {result!r}")
         sid: str = result["sessionId"]
@@ -310,7 +388,12 @@ class MockClient:
     async def session_flow(self) -> int:
         if not await self.initialize():
             return 1
-        sid = await self.new_session()
+        if self.options.list_sessions:
+            await self.list_sessions()
+        if self.options.continue_session is not None:
+            sid = await self.continue_session(self.options.continue_session)
+        else:
+            sid = await self.new_session()
         for text in self.options.prompts:
             record = await self.run_turn(sid, text)
             if "error" in record:

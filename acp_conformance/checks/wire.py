@@ -298,8 +298,16 @@ def _judge_blocks(blocks: Iterator[tuple[Entry, str, Any]]) -> tuple[bool, list[
 
 
 def check_base64(frames: Frames) -> tuple[bool, list[Finding]]:
+    return _judge_base64(_content_blocks(frames))
+
+
+def check_prompt_base64(frames: Frames) -> tuple[bool, list[Finding]]:
+    return _judge_base64(_prompt_blocks(frames))
+
+
+def _judge_base64(blocks: Iterator[tuple[Entry, str, Any]]) -> tuple[bool, list[Finding]]:
     seen, out = False, []
-    for e, where, block in _content_blocks(frames):
+    for e, where, block in blocks:
         if not isinstance(block, dict):
             continue
         payloads: list[tuple[str, Any]] = []
@@ -559,6 +567,7 @@ WIRE_CHECKS: dict[str, WireCheck] = {
 #: clause id -> check (client role: the frames a client sent, against what the suite's agent sent).
 CLIENT_WIRE_CHECKS: dict[str, WireCheck] = {
     "content.block.shapes": check_prompt_blocks,
+    "content.base64": check_prompt_base64,
     "cancelreq.shape": check_cancel_request_target,
 }
 

@@ -28,6 +28,7 @@ from acp_conformance import __version__
 from acp_conformance.checks.gating import advertised
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Notification, Request, Response
+from acp_conformance.endpoints.listing import SessionPager
 from acp_conformance.errors import PeerExited, PeerTimeout
 from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
 
@@ -108,6 +109,13 @@ class AgentSetup:
     #: Declare every object-valued session and auth capability as ``null``: not supported
     #: (cap.object-presence judges a client using them).
     null_objects: bool = False
+    #: Answer session requests with auth_required (-32000) until the client authenticates with one
+    #: of ``auth_methods`` (authentication.mdx § Protocol-driven authentication).
+    require_auth: bool = False
+    #: What ``session/list`` pages through (``endpoints.listing``); None: an empty list.
+    listing: SessionPager | None = None
+    #: Slash commands announced (``available_commands_update``) right after each ``session/new`` answer.
+    commands: list[dict[str, Any]] | None = None
 
     def gate_clause(self, clause: str, kind: str) -> str:
         """The clause a client breaks by using a capability of ``kind`` (``object`` / ``flag``) this
@@ -144,12 +152,16 @@ class AgentSetup:
             caps["promptCapabilities"]["_meta"] = {"acp-conformance": 1}
         return caps
 
-    def initialize_result(self) -> dict[str, Any]:
+    def initialize_result(self, client_capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+        # authentication.mdx: "An Agent may advertise a terminal method only when" the client's
+        # auth.terminal capability is true.
+        terminal = advertised(client_capabilities or {}, "auth.terminal")
+        methods = [m for m in self.auth_methods if terminal or m.get("type") != "terminal"]
         result: dict[str, Any] = {
             "protocolVersion": self.protocol_version,
             "agentCapabilities": self.capabilities(),
             "agentInfo": dict(self.agent_info),
-            "authMethods": list(self.auth_methods),
+            "authMethods": methods,
         }
         if self.meta:
             result["_meta"] = {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
@@ -369,6 +381,11 @@ class AgentEndpoint:
         self.permissions: list[PermissionAnswer] = []
         #: Ids of our requests we withdrew with ``$/cancel_request`` (``PromptTurn.withdraw``).
         self.cancel_requested_ids: set[Any] = set()
+        #: ``authenticate`` requests received, in order (``setup.require_auth`` waits for a good one).
+        self.authentications: list[Request] = []
+        self.authenticated = False
+        #: ``session/list`` requests received, in order.
+        self.list_requests: list[Request] = []
         #: A test may script every turn: called (in its own task) for each session/prompt.
         self.turn_script: Callable[[PromptTurn], Awaitable[None]] | None = None
         #: Replay for session/load (the updates sent before answering it).
@@ -577,7 +594,7 @@ class AgentEndpoint:
         self._first_request_check(req)
         if self.init_request is not None:
             # A second initialize on one connection: answer it, judge nothing new.
-            return self.setup.initialize_result()
+            return self.setup.initialize_result(self.client_capabilities)
         self.init_request = req
         p = self._params(req)
         caps = p.get("clientCapabilities")
@@ -585,18 +602,33 @@ class AgentEndpoint:
         self.notify()
         # Frames received before the answer leaves could not have waited for it.
         self._init_done_frames = self.peer.conn.inbound_frames
-        await self.peer.respond(req.id, self.setup.initialize_result(), method="initialize", validate=False)
+        result = self.setup.initialize_result(self.client_capabilities)
+        await self.peer.respond(req.id, result, method="initialize", validate=False)
         self.notify()
         return NO_ANSWER
 
     async def _on_authenticate(self, req: Request) -> Any:
         self._first_request_check(req)
+        self.authentications.append(req)
+        self.notify()
         method_id = self._params(req).get("methodId")
-        ids = [m.get("id") for m in self.setup.auth_methods]
+        offered = self.setup.initialize_result(self.client_capabilities)["authMethods"]
+        ids = [m.get("id") for m in offered]
         if method_id not in ids:
             self.flag("auth.authenticate.advertised-id", f"authenticate names {method_id!r}, not one of {ids}", req)
             raise HandlerError(ErrorCode.INVALID_PARAMS, f"unknown auth method {method_id!r}")
+        method = next(m for m in offered if m.get("id") == method_id)
+        if method.get("type") == "terminal":
+            # authentication.mdx: the terminal process is not the ACP connection.
+            self.flag("auth.authenticate.no-terminal", f"authenticate names the terminal method {method_id!r}", req)
+            raise HandlerError(ErrorCode.INVALID_PARAMS, f"{method_id!r} is a terminal method: run it, do not send it")
+        self.authenticated = True
+        self.notify()
         return {}
+
+    def _require_auth(self) -> None:
+        if self.setup.require_auth and not self.authenticated:
+            raise HandlerError(ErrorCode.AUTH_REQUIRED, "Authentication required")
 
     async def _on_logout(self, req: Request) -> Any:
         self._first_request_check(req)
@@ -611,6 +643,7 @@ class AgentEndpoint:
     async def _on_new(self, req: Request) -> Any:
         self._first_request_check(req)
         self._after_init_check(req)
+        self._require_auth()
         p = self._params(req)
         cwd, servers = p.get("cwd"), p.get("mcpServers")
         if not isinstance(cwd, str) or not isinstance(servers, list):
@@ -628,7 +661,13 @@ class AgentEndpoint:
         if self.setup.meta:
             result["_meta"] = {"acp-conformance": "session"}
         self.notify()
-        return result
+        if self.setup.commands is None:
+            return result
+        # The commands follow the answer (slash-commands.mdx: announced once the session exists).
+        await self.peer.respond(req.id, result, method="session/new", validate=False)
+        update = {"sessionUpdate": "available_commands_update", "availableCommands": self.setup.commands}
+        await self.peer.notify("session/update", {"sessionId": sid, "update": update})
+        return NO_ANSWER
 
     async def _on_load(self, req: Request) -> Any:
         self._first_request_check(req)
@@ -638,6 +677,7 @@ class AgentEndpoint:
             clause = self.setup.gate_clause("session.load.gated", "flag")
             self.flag(clause, "session/load sent although the agent did not advertise loadSession", req)
             raise HandlerError(ErrorCode.METHOD_NOT_FOUND, "session/load is not supported")
+        self._require_auth()
         missing = [k for k in ("sessionId", "cwd", "mcpServers") if k not in p]
         if missing:
             self.flag("session.load.params", f"session/load params lack {missing}", req)
@@ -661,18 +701,38 @@ class AgentEndpoint:
                 why = f"{req.method} sent although sessionCapabilities.{name} was not advertised"
                 self.flag(self.setup.gate_clause(clause, "object"), why, req)
                 raise HandlerError(ErrorCode.METHOD_NOT_FOUND, f"{req.method} is not supported")
+            self._require_auth()
             if name == "list":
-                return {"sessions": []}
+                return self._on_list(req)
             if name == "resume":
                 p = self._params(req)
+                missing = [k for k in ("sessionId", "cwd") if k not in p]
+                if missing:
+                    self.flag("session.resume.params", f"session/resume params lack {missing}", req)
                 self._check_cwd(req, p.get("cwd"))
                 sid = p.get("sessionId")
                 if isinstance(sid, str):
                     self.sessions[sid] = {"cwd": p.get("cwd"), "mcpServers": p.get("mcpServers"), "request": req}
+                    self.session_requests.append(req)
                     self.notify()
             return {}
 
         return handler
+
+    def _on_list(self, req: Request) -> Any:
+        self.list_requests.append(req)
+        self.notify()
+        p = self._params(req)
+        if "cwd" in p:
+            self._check_cwd(req, p.get("cwd"))
+        pager = self.setup.listing
+        if pager is None:
+            return {"sessions": []}
+        page, problem = pager.page(p.get("cursor"))
+        if problem is not None:
+            self.flag(problem[0], problem[1], req)
+            raise HandlerError(ErrorCode.INVALID_PARAMS, problem[1])
+        return page
 
     async def _on_prompt(self, req: Request) -> Any:
         self._first_request_check(req)

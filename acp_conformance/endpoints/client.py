@@ -62,6 +62,8 @@ class ClientCapabilities:
     terminal: bool = True
     elicitation_form: bool = False
     elicitation_url: bool = False
+    #: ``auth.terminal``: can run a terminal auth method (authentication.mdx § Terminal authentication).
+    auth_terminal: bool = False
     extra: dict[str, Any] | None = None
     #: Leave the false flags out (``fs: {}``, no ``terminal``) instead of sending ``false``: the
     #: schema's defaults, which an agent must read as unsupported (cap.client.fs-defaults).
@@ -78,6 +80,8 @@ class ClientCapabilities:
             caps = {"fs": {k: v for k, v in fs.items() if v}}
             if self.terminal:
                 caps["terminal"] = True
+        if self.auth_terminal:
+            caps["auth"] = {"terminal": True}
         if self.elicitation_form or self.elicitation_url:
             caps["elicitation"] = {
                 **({"form": {}} if self.elicitation_form else {}),

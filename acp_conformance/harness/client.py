@@ -34,7 +34,7 @@ from __future__ import annotations
 import os
 import shlex
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +50,7 @@ from acp_conformance.harness.base import DEAD_AFTER, HarnessBase, deadline_memor
 from acp_conformance.harness.control import ControlServer, RelayConnection, open_control_server
 from acp_conformance.peer import Peer
 from acp_conformance.profiles import ClientProfile, default_profile
+from acp_conformance.profiles.clients import USER_ACTIONS
 from acp_conformance.results import ClauseResult, Status
 from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transcript import Transcript, redactor
@@ -285,14 +286,21 @@ class ClientHarness(HarnessBase):
         permission: str | None = None,
         prompt: str | None = None,
         wait_initialize: bool = True,
+        actions: Mapping[str, str | None] | None = None,
     ) -> AsyncIterator[ClientConnection]:
-        """Start the client (or wait for a person to) and yield the connection to its agent."""
+        """Start the client (or wait for a person to) and yield the connection to its agent.
+
+        ``actions``: user actions this run performs (``profiles.USER_ACTIONS``), with their values."""
         __tracebackhide__ = True  # a finding's traceback shows the test, not the harness
         setup = agent or AgentSetup()
+        actions = dict(actions or {})
         if permission is not None:
             why = self.unsupported(f"permission:{permission}")
             if why:
                 raise Unsupported(why)
+        why = self.unsupported(*actions)
+        if why:
+            raise Unsupported(why)
         self._n += 1
         sandbox = (self.workdir / f"client-{self._n}").resolve()
         sandbox.mkdir(parents=True, exist_ok=True)
@@ -306,7 +314,10 @@ class ClientHarness(HarnessBase):
                 )
             kind = "unix"
             async with open_control_server(kind, address=self.config.control, token=self.config.token) as server:
-                async with self._start_client(server, sandbox, transcript, permission, prompt) as (proc, argv):
+                async with self._start_client(server, sandbox, transcript, permission, prompt, actions) as (
+                    proc,
+                    argv,
+                ):
                     relay = await self._await_relay(server, proc, transcript)
                     async with self._session(
                         setup, relay, transcript, sandbox, proc, permission, argv, wait_initialize
@@ -314,7 +325,7 @@ class ClientHarness(HarnessBase):
                         yield conn
         else:
             async with open_control_server(address=self.config.control, token=self.config.token or "") as server:
-                relay = await self._await_person(server, setup, permission)
+                relay = await self._await_person(server, setup, permission, actions)
                 async with self._session(
                     setup, relay, transcript, sandbox, None, permission, [], wait_initialize
                 ) as conn:
@@ -322,7 +333,13 @@ class ClientHarness(HarnessBase):
 
     @asynccontextmanager
     async def _start_client(
-        self, server: ControlServer, sandbox: Path, transcript: Transcript, permission: str | None, prompt: str | None
+        self,
+        server: ControlServer,
+        sandbox: Path,
+        transcript: Transcript,
+        permission: str | None,
+        prompt: str | None,
+        actions: Mapping[str, str | None],
     ) -> AsyncIterator[tuple[ProcessTransport, list[str]]]:
         p = self.profile
         argv = p.build_argv(
@@ -331,8 +348,11 @@ class ClientHarness(HarnessBase):
             prompt=prompt,
             permission=permission,
             tmp=str(sandbox.parent),
+            actions=actions,
         )
-        env = {**p.environment(str(sandbox.parent)), **self.config.env}
+        env = {**p.environment(str(sandbox.parent), actions), **self.config.env}
+        for name, value in actions.items():
+            transcript.note(f"driver: user action {name}" + (f" ({value})" if value is not None else ""))
         transcript.note(f"client command: {shlex.join(argv)}")
 
         def on_stderr(line: str) -> None:
@@ -412,11 +432,16 @@ class ClientHarness(HarnessBase):
             actual + _stderr_hint(proc),
         )
 
-    async def _await_person(self, server: ControlServer, setup: AgentSetup, permission: str | None) -> Any:
+    async def _await_person(
+        self, server: ControlServer, setup: AgentSetup, permission: str | None, actions: Mapping[str, str | None]
+    ) -> Any:
         lines = [
             f"Test {self._n}: start a NEW agent thread in your editor with the ACP conformance agent "
             f"(command: {server.relay_command_line(self.config.python)}), then send any prompt.",
         ]
+        for name, value in actions.items():
+            lines.append("In that thread, " + USER_ACTIONS[name].replace("{value}", value or "") + ".")
+            self.manual = True
         if permission == "reject" and self.mode == "manual":
             lines.append("When the editor asks for permission, choose the REJECT option.")
         elif permission == "allow" and self.mode == "manual":

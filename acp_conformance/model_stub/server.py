@@ -269,10 +269,15 @@ class StubServer:
         self._listener: anyio.abc.Listener[Any] | None = None
         #: Called with every finished record (e.g. to append it to a JSONL file).
         self.on_record: Callable[[RecordedRequest], None] | None = None
+        self._arrived = anyio.Event()
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    async def next_request(self) -> None:
+        """Return when the next request arrives (waiters set their own deadline)."""
+        await self._arrived.wait()
 
     @property
     def egress(self) -> list[RecordedRequest]:
@@ -348,6 +353,8 @@ class StubServer:
         keep = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
         record = RecordedRequest(time.monotonic() - self._t0, method, target, _masked(headers), None, client)
         self.requests.append(record)
+        self._arrived.set()
+        self._arrived = anyio.Event()
         parts = urlsplit(target)
         request = HttpRequest(method, target, parts.path, parse_qs(parts.query), headers, body, client)
         record.body = request.json()

@@ -22,6 +22,15 @@ Placeholders in the ``--acp-client`` command line:
     the test wants (see ``[permission]``).
 ``{tmp}``
     the test's private temporary directory (also usable in ``[env]``).
+``{actions}``
+    as a word of its own: the arguments of the user actions a test asks for (``[actions]``);
+    without it they go right after the ``{permission}`` arguments.
+
+``[actions]`` says how to make the client do what only its user can ask for: authenticate with the
+agent, list its sessions, continue a saved session, attach a file to the prompt.  Each entry is a list
+of arguments (``{value}`` is the action's value: a session id, a file path), or a table with ``args``
+and ``env`` (variables set for that run only).  A test needing an action the profile lacks is
+NOT_APPLICABLE, with the reason.
 
 Bad profiles are ``ConfigurationError``\\ s naming the file, the line and
 the key.
@@ -33,6 +42,7 @@ import re
 import shlex
 import signal
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -42,6 +52,7 @@ from acp_conformance.errors import ConfigurationError
 
 __all__ = [
     "ACTIONS",
+    "USER_ACTIONS",
     "BUNDLED",
     "PERMISSION_POLICIES",
     "ClientProfile",
@@ -58,8 +69,15 @@ __all__ = [
 PERMISSION_POLICIES = ("allow", "reject", "hold")
 PROMPT_VIA = ("argv", "stdin", "none")
 CANCEL_VIA = ("signal", "stdin", "command", "none")
-#: Driver actions a test may need: prompt, second-prompt, cancel, permission:<policy>.
-ACTIONS = ("prompt", "second-prompt", "cancel", *(f"permission:{p}" for p in PERMISSION_POLICIES))
+#: What only a user can make a client do, by name (``[actions]``), with what ``{value}`` holds.
+USER_ACTIONS: dict[str, str] = {
+    "authenticate": "log in with the agent when it requires it (an authMethods entry it can drive)",
+    "list-sessions": "list the agent's sessions (session/list, every page)",
+    "continue-session": "continue the saved session {value} (session/load or session/resume) and prompt in it",
+    "attach": "attach the file {value} to the prompt",
+}
+#: Driver actions a test may need: prompt, second-prompt, cancel, permission:<policy>, and the user actions.
+ACTIONS = ("prompt", "second-prompt", "cancel", *(f"permission:{p}" for p in PERMISSION_POLICIES), *USER_ACTIONS)
 BUNDLED = ("acpx", "python-sdk-client", "mock-client")
 
 _SCHEMA: dict[str, dict[str, type]] = {
@@ -68,8 +86,24 @@ _SCHEMA: dict[str, dict[str, type]] = {
     "permission": {"allow": list, "reject": list, "hold": list, "default": str, "notes": str},
     "cancel": {"via": str, "signal": str, "text": str, "command": str, "reason": str},
     "env": {},  # free-form KEY = "value"
+    "actions": {},  # name = [args] or {args = [...], env = {...}}
 }
 _PLACEHOLDER = re.compile(r"\{(agent|agent_argv|prompt|permission|tmp)\}")
+
+
+@dataclass(frozen=True)
+class UserAction:
+    """How a profile makes its client perform one user action: arguments (``{value}`` filled in) and
+    environment variables for that run."""
+
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+    def argv(self, value: str | None) -> list[str]:
+        return [a.replace("{value}", value or "") for a in self.args]
+
+    def environment(self, value: str | None) -> dict[str, str]:
+        return {k: v.replace("{value}", value or "") for k, v in self.env}
 
 
 @dataclass(frozen=True)
@@ -91,10 +125,24 @@ class ClientProfile:
     cancel_command: str = ""
     cancel_reason: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    actions: dict[str, UserAction] = field(default_factory=dict)
 
     # ------------------------------------------------------------ actions
     def unsupported(self, action: str, command: str = "{permission}") -> str | None:
         """Why this profile cannot perform ``action`` with ``command`` (None when it can)."""
+        if action in USER_ACTIONS:
+            spec = self.actions.get(action)
+            if spec is None:
+                return (
+                    f"the client profile {self.name!r} has no [actions] entry {action!r} "
+                    f"(how to make the client {USER_ACTIONS[action].replace(' {value}', '')})"
+                )
+            if spec.args and not _action_slot(command):
+                return (
+                    f"the client command has no {{actions}} (or {{permission}}) placeholder for the arguments "
+                    f"of the action {action!r}"
+                )
+            return None
         if action == "prompt":
             if self.prompt_via == "none":
                 return f"the client profile {self.name!r} has no way to make the client send a prompt"
@@ -138,14 +186,17 @@ class ClientProfile:
         prompt: str | None = None,
         permission: str | None = None,
         tmp: str = "",
+        actions: Mapping[str, str | None] | None = None,
     ) -> list[str]:
         """The client's argv for one run (see ``substitute``).
 
         ``permission`` None means the profile's default policy, where the
-        command has a place for it (else the command as given).
+        command has a place for it (else the command as given).  ``actions``: the user
+        actions of this run, by name, with their values.
         """
         policy = permission or self.permission_default or None
         others = [args for name, args in self.permission.items() if name != policy and args]
+        action_args = [w for name, value in (actions or {}).items() for w in self.actions[name].argv(value)]
 
         def build(args: list[str] | None) -> list[str]:
             return substitute(
@@ -155,6 +206,7 @@ class ClientProfile:
                 permission_args=args,
                 other_permission_args=others,
                 tmp=tmp,
+                action_args=action_args,
             )
 
         if policy is None or policy not in self.permission:
@@ -168,8 +220,16 @@ class ClientProfile:
                 return build(None)
             raise
 
-    def environment(self, tmp: str) -> dict[str, str]:
-        return {k: v.replace("{tmp}", tmp) for k, v in self.env.items()}
+    def environment(self, tmp: str, actions: Mapping[str, str | None] | None = None) -> dict[str, str]:
+        env = {k: v.replace("{tmp}", tmp) for k, v in self.env.items()}
+        for name, value in (actions or {}).items():
+            env.update(self.actions[name].environment(value))
+        return env
+
+
+def _action_slot(command: str) -> bool:
+    """Whether the command has a word the action arguments can take the place of (or follow)."""
+    return "{actions}" in command.split() or "{permission}" in command.split()
 
 
 def has_agent_placeholder(command: str) -> bool:
@@ -184,6 +244,7 @@ def substitute(
     permission_args: list[str] | None = None,
     other_permission_args: list[list[str]] | None = None,
     tmp: str = "",
+    action_args: list[str] | None = None,
 ) -> list[str]:
     """Split ``command`` (shell-style) and fill in the placeholders.
 
@@ -191,6 +252,7 @@ def substitute(
     replace a ``{permission}`` word; without one, they replace the first
     occurrence of any policy's arguments already in the command (and the
     others are removed).  ``PermissionNotSelectable`` when neither exists.
+    ``action_args`` replace an ``{actions}`` word, or follow the ``{permission}`` arguments.
     """
     try:
         words = shlex.split(command)
@@ -202,13 +264,19 @@ def substitute(
     values = {"agent": agent_line, "prompt": prompt, "tmp": tmp, "agent_argv": agent_line, "permission": ""}
     out: list[str] = []
     saw_permission = False
+    has_action_slot = "{actions}" in words
     for word in words:
         if word == "{agent_argv}":
             out.extend(agent_argv or [])
             continue
+        if word == "{actions}":
+            out.extend(action_args or [])
+            continue
         if word == "{permission}":
             saw_permission = True
             out.extend(permission_args or [])
+            if not has_action_slot:
+                out.extend(action_args or [])
             continue
         out.append(_PLACEHOLDER.sub(lambda m: values[m.group(1)], word))
     if permission_args is not None and not saw_permission:
@@ -320,6 +388,8 @@ def parse_profile(text: str, origin: str) -> ClientProfile:
         if not isinstance(value, dict):
             raise fail(None, None, f"{top!r} must be a table ([{top}])")
         for key, item in value.items():
+            if top == "actions":
+                continue  # checked below: each entry is a list or a table
             if top == "env":
                 if not isinstance(item, str):
                     raise fail(top, key, f"must be a string, got {type(item).__name__}")
@@ -354,6 +424,7 @@ def parse_profile(text: str, origin: str) -> ClientProfile:
         raise fail("cancel", "text", 'cancel.via = "stdin" needs the text to write (cancel.text)')
     if cvia == "command" and not cancel.get("command"):
         raise fail("cancel", "command", 'cancel.via = "command" needs cancel.command')
+    actions = _parse_actions(data.get("actions", {}), fail)
     return ClientProfile(
         name=client["name"],
         source=origin,
@@ -370,7 +441,30 @@ def parse_profile(text: str, origin: str) -> ClientProfile:
         cancel_command=cancel.get("command", ""),
         cancel_reason=cancel.get("reason", ""),
         env=dict(data.get("env", {})),
+        actions=actions,
     )
+
+
+def _parse_actions(
+    table: dict[str, Any], fail: Callable[[str | None, str | None, str], Exception]
+) -> dict[str, UserAction]:
+    actions: dict[str, UserAction] = {}
+    for name, spec in table.items():
+        if name not in USER_ACTIONS:
+            raise fail("actions", name, f"unknown action (known: {', '.join(USER_ACTIONS)})")
+        if isinstance(spec, dict):
+            extra = set(spec) - {"args", "env"}
+            if extra:
+                raise fail("actions", name, f"unknown key(s) {sorted(extra)} (an action table has args and env)")
+            args, env = spec.get("args", []), spec.get("env", {})
+        else:
+            args, env = spec, {}
+        if not isinstance(args, list) or not all(isinstance(w, str) for w in args):
+            raise fail("actions", name, "arguments must be a list of strings")
+        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+            raise fail("actions", name, "env must be a table of strings")
+        actions[name] = UserAction(tuple(args), tuple(sorted(env.items())))
+    return actions
 
 
 def describe(profile: ClientProfile) -> dict[str, Any]:
@@ -382,4 +476,5 @@ def describe(profile: ClientProfile) -> dict[str, Any]:
         "prompt": profile.prompt_via,
         "permission": sorted(profile.permission),
         "cancel": profile.cancel_via,
+        "actions": sorted(profile.actions),
     }

@@ -353,4 +353,7 @@ _PATH_CLAUSES: list[tuple[str, str, str, str]] = [
     ("PromptResponse", "", "'stopReason' is a required", "prompt.response.stop-reason"),
     ("NewSessionResponse", "", "'sessionId' is a required", "session.new.unique-id"),
     ("NewSessionResponse", "/modes", "", "mode.state.shape"),
+    # A required member missing from a continue request is the clause naming those members.
+    ("LoadSessionRequest", "", "is a required", "session.load.params"),
+    ("ResumeSessionRequest", "", "is a required", "session.resume.params"),
 ]

@@ -37,10 +37,12 @@ from tests.peers.broken_clients import BREAKAGES
 BROKEN = ROOT / "tests" / "peers" / "broken_clients.py"
 
 PY = sys.executable
-ARGS = "{permission} --caps fs,terminal,elicitation-form --add-dir /tmp --agent {agent} --prompt {prompt} --quiet"
+#: Every capability the mock client can advertise, so every client check has something to judge.
+CAPS = "--caps fs,terminal,elicitation-form,elicitation-url,auth-terminal"
+ARGS = f"{{permission}} {CAPS} --add-dir /tmp --agent {{agent}} --prompt {{prompt}} --quiet"
 REFERENCE = f"{PY} -m mock_client {ARGS}"
 #: Without --prompt the mock client reads one prompt per stdin line (a second prompt is possible).
-STDIN_ARGS = "{permission} --caps fs,terminal,elicitation-form --add-dir /tmp --agent {agent} --quiet"
+STDIN_ARGS = f"{{permission}} {CAPS} --add-dir /tmp --agent {{agent}} --quiet"
 
 FUZZ_MODULES = ("test_fuzz::",)
 #: Client clauses only a fuzz campaign judges.
@@ -127,8 +129,13 @@ def test_broken_client_fails_exactly_its_clause(name: str, tmp_path: Path) -> No
         select += ["--acp-fuzz-seconds=600"]
     args, profile = (STDIN_ARGS, str(stdin_profile(tmp_path))) if b.prompts_on_stdin else (ARGS, "mock-client")
     run = run_client_suite(
-        f"{PY} {BROKEN} {name} {args}", tmp_path, "--acp-timeout=3", "--acp-startup-timeout=10", *b.suite_args,
-        *select, profile=profile,
+        f"{PY} {BROKEN} {name} {args}",
+        tmp_path,
+        "--acp-timeout=3",
+        "--acp-startup-timeout=10",
+        *b.suite_args,
+        *select,
+        profile=profile,
     )
     findings = run.with_status("FAIL", "WARN", "INFO")
     assert run.statuses()[b.breaks] == b.status, run.stdout[-3000:]

@@ -208,7 +208,14 @@ def test_client_role_judges_the_clients_own_frames() -> None:
         "session/prompt prompt[0]: content block (resource_link) lacks the string field(s) uri, name"
     ]
     assert judge(wire.check_prompt_blocks, [update("agent_message_chunk", content={"type": "txt"})]) == (False, [])
-    assert set(wire.wire_checks("client")) == {"content.block.shapes", "cancelreq.shape"}
+    assert set(wire.wire_checks("client")) == {"content.block.shapes", "content.base64", "cancelreq.shape"}
+    image = {"type": "image", "mimeType": "image/png", "data": "data:image/png;base64,iVBORw0KGgo="}  # a data URL
+    attached = entry("in", {"jsonrpc": "2.0", "id": 5, "method": "session/prompt", "params": {"prompt": [image]}})
+    assert judge(wire.check_prompt_base64, [attached])[1] == [
+        "session/prompt prompt[0]: image data 'data:image/png;base64,iVBORw0KGgo=' is not base64"
+    ]
+    image["data"] = "iVBORw0KGgo="
+    assert judge(wire.check_prompt_base64, [attached]) == (True, [])
     assert wire.wire_checks("agent") is wire.WIRE_CHECKS
 
     t = Transcript()

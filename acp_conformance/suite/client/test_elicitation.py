@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from acp_conformance.checks.gating import ELICITATION_MODES, elicitation_modes
@@ -18,9 +19,10 @@ from acp_conformance.core.jsonrpc import ErrorCode
 from acp_conformance.endpoints.agent import PromptTurn
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness.client import ClientConnection, ClientHarness
+from acp_conformance.model_stub.server import HttpRequest, Responder, StubServer
 from acp_conformance.results import Status
-from acp_conformance.suite._support import not_applicable
-from acp_conformance.suite.client._helpers import first_turn, permission_baseline, require, still_answers
+from acp_conformance.suite._support import inconclusive, not_applicable
+from acp_conformance.suite.client._helpers import first_turn, manual_check, permission_baseline, require, still_answers
 
 pytestmark = pytest.mark.anyio
 
@@ -157,3 +159,54 @@ async def test_a_completion_for_an_unknown_id_is_ignored(acp_client: ClientHarne
             acp_client, turn, "elicit.complete.ignore-unknown", "an elicitation/complete for an unknown id", baseline
         )
         await turn.end()
+
+
+async def _landing(request: HttpRequest, answer: Responder) -> None:
+    """The page a URL elicitation points at: it only records that someone fetched it."""
+    await answer.json(200, {"page": "acp-conformance elicitation landing page: nothing to do here"})
+
+
+@pytest.mark.acp_clause("elicit.url.safety")
+async def test_an_elicited_url_is_never_opened_without_consent(acp_client: ClientHarness) -> None:
+    """elicitation.mdx § URL mode: "Clients MUST NOT prefetch the URL or open it without explicit user
+    consent".  The URL points at a local page that records every fetch: a fetch while the client answers
+    decline or cancel (or refuses) was made without consent.  A fetch before an accept cannot be told from
+    opening the page right after the user consented: not a finding.  Showing the full URL and asking are
+    for a person to see (manual mode)."""
+    require(acp_client, "prompt")
+    async with StubServer(_landing) as page, acp_client.connect() as conn:
+        turn = await first_turn(acp_client, conn)
+        if "url" not in advertised_modes(conn):
+            not_applicable("the client does not advertise URL elicitation (clientCapabilities.elicitation.url)")
+        params = elicitation_params(turn, "url")
+        params["url"] = f"{page.url}/acp-conformance/elicit/{params['elicitationId']}"
+        try:
+            resp = await turn.call("elicitation/create", params)
+        except PeerTimeout:
+            inconclusive("the client did not answer the URL elicitation")
+        result = resp.result if isinstance(resp.result, dict) else {}
+        action = "an error" if resp.is_error else repr(result.get("action"))
+        # A client opening the page on its way out of the dialog: give the fetch a moment to land.
+        await _fetched_within(page, 0.5)
+        await turn.say("Thanks.")
+        await turn.end()
+        if acp_client.mode == "manual":
+            await manual_check(
+                acp_client,
+                "elicit.url.safety",
+                f"Did the editor show the full URL ({params['url']}) and ask you before opening it?",
+            )
+    fetched = [r.line() for r in page.requests]
+    consented = not resp.is_error and result.get("action") == "accept"
+    acp_client.check(
+        "elicit.url.safety",
+        consented or not fetched,
+        "the URL fetched only after the user accepted (never prefetched)",
+        f"answered {action}, and the page was fetched: {fetched}",
+    )
+
+
+async def _fetched_within(page: StubServer, seconds: float) -> None:
+    with anyio.move_on_after(seconds):
+        while not page.requests:
+            await page.next_request()

@@ -131,8 +131,8 @@ class ScriptedSetup(AgentSetup):
             setup.agent_info = dict(result["agentInfo"])
         return setup
 
-    def initialize_result(self) -> dict[str, Any]:
-        return copy.deepcopy(self.result)
+    def initialize_result(self, client_capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+        return copy.deepcopy(self.result)  # the file's answer, as written
 
 
 @dataclass(frozen=True)
