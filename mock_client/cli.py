@@ -120,6 +120,16 @@ def build_parser(prog: str = "python -m mock_client") -> argparse.ArgumentParser
         "resource link (repeatable)",
     )
     parser.add_argument(
+        "--set-mode",
+        metavar="MODE",
+        help="switch the session to this mode (its id or its name, as a user picks it) before prompting",
+    )
+    parser.add_argument(
+        "--set-config",
+        metavar="OPTION=CHOICE",
+        help="set a config option (each by id or name, as a user picks them) before prompting",
+    )
+    parser.add_argument(
         "--cancel-after-permission",
         action="store_true",
         help="cancel the turn as soon as the agent asks for permission (the request is answered cancelled)",
@@ -183,6 +193,8 @@ def main(argv: Sequence[str] | None = None, *, client_cls: type[MockClient] = Mo
         list_sessions=args.list_sessions,
         continue_session=args.continue_session,
         attach=list(args.attach),
+        set_mode=args.set_mode,
+        set_config=args.set_config,
     )
     if args.cwd is not None:
         options.cwd = args.cwd

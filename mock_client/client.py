@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import orjson
 
+from acp_conformance.checks.sessions import select_choices
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Notification, Request
 from acp_conformance.core.ids import same_id
@@ -78,6 +79,9 @@ class ClientOptions:
     continue_session: str | None = None
     #: Files attached to every prompt.
     attach: list[str] = field(default_factory=list)
+    #: A mode (id or name) to switch to, and a config choice (OPTION=CHOICE, ids or names), before prompting.
+    set_mode: str | None = None
+    set_config: str | None = None
 
 
 class MockClient:
@@ -318,6 +322,35 @@ class MockClient:
         self.session_id = session_id
         return session_id
 
+    async def apply_choices(self, session_id: str) -> None:
+        """The user's mode and config choices: what they pick by name goes on the wire by id
+        (session-modes.mdx: a modeId of availableModes; a select option's value)."""
+        session = self.endpoint.sessions.get(session_id) or {}
+        if self.options.set_mode is not None:
+            modes = (session.get("modes") or {}).get("availableModes") or []
+            mode = next((m for m in modes if self.options.set_mode in (m.get("id"), m.get("name"))), None)
+            if mode is None:
+                self.fail(f"--set-mode: the session has no mode {self.options.set_mode!r}")
+            else:
+                await self.set_mode(session_id, mode)
+        if self.options.set_config is not None:
+            wanted, _, choice = self.options.set_config.partition("=")
+            options = session.get("configOptions") or []
+            option = next((o for o in options if wanted in (o.get("id"), o.get("name"))), None)
+            values = select_choices(option) if option is not None else []
+            value = next((v for v in values if choice in (v.get("value"), v.get("name"))), None)
+            if option is None or value is None:
+                self.fail(f"--set-config: the session has no option {wanted!r} with a choice {choice!r}")
+            else:
+                await self.set_config(session_id, option, value)
+
+    async def set_mode(self, session_id: str, mode: dict[str, Any]) -> None:
+        await self.peer.request("session/set_mode", {"sessionId": session_id, "modeId": mode.get("id")})
+
+    async def set_config(self, session_id: str, option: dict[str, Any], value: dict[str, Any]) -> None:
+        params = {"sessionId": session_id, "configId": option.get("id"), "value": value.get("value")}
+        await self.peer.request("session/set_config_option", params)
+
     async def new_session(self) -> str:
         result = await self.authenticated("session/new", self.session_params())
         if not isinstance(result, dict) or not isinstance(result.get("sessionId"), str):
@@ -394,6 +427,7 @@ class MockClient:
             sid = await self.continue_session(self.options.continue_session)
         else:
             sid = await self.new_session()
+        await self.apply_choices(sid)
         for text in self.options.prompts:
             record = await self.run_turn(sid, text)
             if "error" in record:

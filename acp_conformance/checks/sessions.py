@@ -33,6 +33,7 @@ __all__ = [
     "normalize",
     "option_ids",
     "replay_problems",
+    "select_choices",
     "select_values",
     "session_updates",
     "trace_key_problems",
@@ -192,18 +193,21 @@ def option_ids(options: Any) -> list[str]:
 
 def select_values(option: Json) -> list[str]:
     """The selectable values of a ``select`` option, flat or grouped."""
-    values: list[str] = []
+    return [c["value"] for c in select_choices(option)]
+
+
+def select_choices(option: Json) -> list[Json]:
+    """The choices of a ``select`` option (``{value, name, ...}``), flat or grouped."""
+    choices: list[Json] = []
     entries = option.get("options")
     for entry in entries if isinstance(entries, list) else []:
         if not isinstance(entry, dict):
             continue
         if isinstance(entry.get("value"), str):
-            values.append(entry["value"])
+            choices.append(entry)
         elif isinstance(entry.get("options"), list):  # a group
-            values.extend(
-                v["value"] for v in entry["options"] if isinstance(v, dict) and isinstance(v.get("value"), str)
-            )
-    return values
+            choices.extend(v for v in entry["options"] if isinstance(v, dict) and isinstance(v.get("value"), str))
+    return choices
 
 
 def default_value_problems(options: Any) -> list[str]:

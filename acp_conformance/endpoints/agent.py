@@ -26,6 +26,7 @@ import anyio
 
 from acp_conformance import __version__
 from acp_conformance.checks.gating import advertised
+from acp_conformance.checks.sessions import select_values
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.endpoints.listing import SessionPager
@@ -784,7 +785,7 @@ class AgentEndpoint:
         p = self._params(req)
         for opt in self.setup.config_options or []:
             if opt.get("id") == p.get("configId"):
-                values = [v.get("value") for v in opt.get("options", []) if isinstance(v, dict)]
+                values = select_values(opt)
                 if opt.get("type") == "select" and p.get("value") not in values:
                     self.flag("config.set.value", f"value {p.get('value')!r} is not one of {values}", req)
                     raise HandlerError(ErrorCode.INVALID_PARAMS, "invalid value")

@@ -75,6 +75,8 @@ USER_ACTIONS: dict[str, str] = {
     "list-sessions": "list the agent's sessions (session/list, every page)",
     "continue-session": "continue the saved session {value} (session/load or session/resume) and prompt in it",
     "attach": "attach the file {value} to the prompt",
+    "set-mode": "switch the session to the mode named {value} before prompting",
+    "set-config": "set the config option {value} (OPTION=CHOICE, by their names) before prompting",
 }
 #: Driver actions a test may need: prompt, second-prompt, cancel, permission:<policy>, and the user actions.
 ACTIONS = ("prompt", "second-prompt", "cancel", *(f"permission:{p}" for p in PERMISSION_POLICIES), *USER_ACTIONS)

@@ -144,6 +144,22 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
 }
 
 
+# ------------------------------------------------------------------ modes and config
+class SetsModeByName(MockClient):
+    async def set_mode(self, session_id: str, mode: dict[str, Any]) -> None:
+        await self.peer.request("session/set_mode", {"sessionId": session_id, "modeId": mode.get("name")})
+
+
+class ConfigValueByName(MockClient):
+    async def set_config(self, session_id: str, option: dict[str, Any], value: dict[str, Any]) -> None:
+        params = {"sessionId": session_id, "configId": option.get("id"), "value": value.get("name")}
+        await self.peer.request("session/set_config_option", params)
+
+
+BREAKAGES["sets-mode-by-name"] = Breakage(SetsModeByName, "mode.set.valid", status="WARN")
+BREAKAGES["config-value-by-name"] = Breakage(ConfigValueByName, "config.set.value", status="WARN")
+
+
 class OpensUrlWithoutConsent(MockClient):
     """Fetches an elicited URL to show a preview, then answers decline: the page was opened without consent."""
 

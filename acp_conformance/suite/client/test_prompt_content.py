@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
+from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import AgentSetup
 from acp_conformance.errors import PeerError
-from acp_conformance.harness.client import ClientHarness
+from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive
 from acp_conformance.suite.client._helpers import first_turn, require
@@ -122,3 +123,58 @@ async def test_unknown_and_missing_config_categories_change_nothing(acp_client: 
         "a prompt turn as with a known category, the options carrying a custom category and none",
         f"no turn: {failed}",
     )
+
+
+MODES = {
+    "currentModeId": "acp-mode-ask",
+    "availableModes": [
+        {"id": "acp-mode-ask", "name": "Ask", "description": "answers questions"},
+        {"id": "acp-mode-code", "name": "Code", "description": "edits files"},
+    ],
+}
+
+
+@pytest.mark.acp_clause("mode.set.valid")
+async def test_a_mode_the_user_picks_by_name_is_set_by_its_id(acp_client: ClientHarness) -> None:
+    """The user switches to the mode named Code: session/set_mode carries its modeId, acp-mode-code, "one of
+    the modes listed in availableModes" (session-modes.mdx).  The agent flags any other modeId."""
+    require(acp_client, "prompt", "set-mode")
+    async with acp_client.connect(AgentSetup(modes=MODES), actions={"set-mode": "Code"}) as conn:
+        await _one_turn_or_reason(acp_client, conn)
+        sent = [e for e in conn.peer.events if isinstance(e, Request) and e.method == "session/set_mode"]
+    if not sent:
+        inconclusive("the client was asked to switch to the mode Code and sent no session/set_mode")
+
+
+OPTIONS = [
+    {
+        "id": "acp-opt-pace",
+        "name": "Pace",
+        "type": "select",
+        "currentValue": "acp-val-fast",
+        "options": [{"value": "acp-val-fast", "name": "Fast"}, {"value": "acp-val-careful", "name": "Careful"}],
+    }
+]
+
+
+@pytest.mark.acp_clause("config.set.value")
+async def test_a_config_choice_the_user_picks_by_name_is_set_by_its_value(acp_client: ClientHarness) -> None:
+    """The user sets Pace to Careful: session/set_config_option carries the option's id and the choice's
+    value, acp-val-careful, "one of the values listed in the option's options" (session-config-options.mdx).
+    The agent flags any other value."""
+    require(acp_client, "prompt", "set-config")
+    async with acp_client.connect(AgentSetup(config_options=OPTIONS), actions={"set-config": "Pace=Careful"}) as conn:
+        await _one_turn_or_reason(acp_client, conn)
+        sent = [e for e in conn.peer.events if isinstance(e, Request) and e.method == "session/set_config_option"]
+    if not sent:
+        inconclusive("the client was asked to set Pace to Careful and sent no session/set_config_option")
+
+
+async def _one_turn_or_reason(acp: ClientHarness, conn: ClientConnection) -> str | None:
+    try:
+        turn = await first_turn(acp, conn)
+    except PeerError as exc:
+        return exc.message
+    await turn.say("Done.")
+    await turn.end()
+    return None
