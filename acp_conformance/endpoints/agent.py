@@ -618,8 +618,8 @@ class AgentEndpoint:
         if method_id not in ids:
             self.flag("auth.authenticate.advertised-id", f"authenticate names {method_id!r}, not one of {ids}", req)
             raise HandlerError(ErrorCode.INVALID_PARAMS, f"unknown auth method {method_id!r}")
-        method = next(m for m in offered if m.get("id") == method_id)
-        if method.get("type") == "terminal":
+        by_id = {m.get("id"): m for m in offered}
+        if by_id[method_id].get("type") == "terminal":
             # authentication.mdx: the terminal process is not the ACP connection.
             self.flag("auth.authenticate.no-terminal", f"authenticate names the terminal method {method_id!r}", req)
             raise HandlerError(ErrorCode.INVALID_PARAMS, f"{method_id!r} is a terminal method: run it, do not send it")

@@ -272,6 +272,11 @@ class _ElicitationOverride(MockClient):
 class CancelsUnadvertisedUrl(_ElicitationOverride):
     """A URL elicitation it never advertised is answered ``cancel``, not refused with -32602."""
 
+    def initialize_params(self) -> Json:
+        params = super().initialize_params()
+        params["clientCapabilities"].get("elicitation", {}).pop("url", None)  # form only, whatever --caps says
+        return params
+
     def answer(self, params: Json) -> Json | None:
         return {"action": "cancel"} if params.get("mode") == "url" else None
 
