@@ -2,7 +2,7 @@
 
 Sans-IO: the endpoint asks ``SessionPager.page(cursor)`` for each ``session/list`` request and gets
 either the page to answer with or the clause the request breaks.  The cursors are deliberately
-awkward to carry (``+``, ``/``, ``=``, a percent-escape, a space, a non-ASCII letter), so a client
+awkward to carry (``+``, ``/``, ``=``, a percent-escape, spaces, one at the end, a non-ASCII letter), so a client
 that decodes, trims, re-encodes or parses them sends back something we never issued
 (``session.list.cursor-opaque``); a client that asks for another page after one without
 ``nextCursor`` breaks ``session.list.cursor-end``.  A request without a cursor starts a new
@@ -17,7 +17,7 @@ from typing import Any
 __all__ = ["CURSORS", "SessionPager"]
 
 #: One per page after the first: what session-list.mdx calls an opaque token.
-CURSORS = ("c2+/Qm==", "c3 %2F é/+")
+CURSORS = ("c2+/Qm==", "c3 %2F é/+ ")
 
 
 @dataclass
