@@ -53,6 +53,7 @@ from typing import Any, Literal
 
 __all__ = [
     "DEFAULT_ELICIT_MARKER",
+    "DEFAULT_EXIT_PLAN_MARKER",
     "DEFAULT_LONG_MARKER",
     "DEFAULT_QUESTION",
     "DEFAULT_TOOL_MARKER",
@@ -78,6 +79,9 @@ Provider = Literal["anthropic", "openai"]
 
 DEFAULT_TOOL_MARKER = "acp:tool"
 DEFAULT_ELICIT_MARKER = "acp:elicit"
+#: Claude Code's ExitPlanMode: a prompt with this marker, in plan mode, has the model present a plan.
+DEFAULT_EXIT_PLAN_MARKER = "acp:exit-plan"
+DEFAULT_PLAN_TEXT = "1. Read the README.\n2. Write the conformance probe file."
 #: The question the default script asks with Claude Code's AskUserQuestion (its input schema:
 #: 2..4 options, each with a label and a description).
 DEFAULT_QUESTION: dict[str, Any] = {
@@ -305,8 +309,16 @@ def default_script(provider: Provider) -> Script:
         # Claude Code's question tool, offered only when the client advertises elicitation.form
         # (claude-agent-acp turns it into a form elicitation/create tied to the tool call).
         ask = ToolCall("AskUserQuestion", {"questions": [DEFAULT_QUESTION]})
+        # Claude Code's plan approval: a deferred tool (not in the request's tools, named in the system
+        # text), called directly all the same; after its result the "after-tool" rule ends the turn.
+        exit_plan = ToolCall("ExitPlanMode", {"plan": DEFAULT_PLAN_TEXT})
         tools = [
             Rule(Match(contains=DEFAULT_ELICIT_MARKER, tool="AskUserQuestion"), Reply((ask,)), name="ask"),
+            Rule(
+                Match(contains=DEFAULT_EXIT_PLAN_MARKER, with_tools=True),
+                Reply((Text("Here is my plan."), exit_plan)),
+                name="exit-plan",
+            ),
             Rule(Match(contains=DEFAULT_TOOL_MARKER, with_tools=True), Reply((write,)), name="tool"),
         ]
     else:

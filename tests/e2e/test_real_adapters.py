@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from acp_conformance.clauses import registry
@@ -166,3 +167,88 @@ def test_claude_asks_its_question_through_a_form_elicitation(tmp_path: Path) -> 
     answered = [r for r in records if r["rule"] == "after-tool" and "tool_result" in json.dumps(r["body"])]
     assert len(answered) == 3, "the elicitation's answer did not reach the model as the tool's result"
     assert not processes_with_env(str(basetemp))
+
+
+@pytest.mark.slow
+def test_claude_leaves_plan_mode_through_a_permission_and_reports_the_mode(tmp_path: Path) -> None:
+    """The chain editor -> claude-agent-acp -> Agent SDK -> Claude Code, for ExitPlanMode: in plan mode
+    (set through the mode config option) the scripted model presents a plan; the adapter announces the
+    tool call (kind switch_mode) and asks permission for that same toolCallId; on allow it reports the
+    new mode with current_mode_update (mode.agent-change), its mode config option agrees
+    (mode.dual-advertise), the turn ends, and no clause is broken on the way."""
+    _installed(CLAUDE_AGENT_ACP)
+    anyio.run(_exit_plan_mode, tmp_path)
+
+
+async def _exit_plan_mode(tmp: Path) -> None:
+    from acp_conformance.harness.agent import AgentConfig, AgentHarness
+    from acp_conformance.model_stub.script import DEFAULT_EXIT_PLAN_MARKER
+    from acp_conformance.profiles.agents import resolve
+    from acp_conformance.schema import load_validator
+
+    resolved = resolve(CLAUDE_AGENT_ACP.name, None)
+    assert resolved is not None
+    command, setup = resolved
+    config = AgentConfig(command=command, setup=setup, timeout=60, startup_timeout=60)
+    harness = AgentHarness(config, load_validator(required=True), tmp)
+    async with harness.connect(permission="option:exit-plan-default") as conn:
+        client = conn.client
+        sid = await client.new_session()
+        await conn.peer.request("session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "plan"})
+        turn = await client.prompt(sid, f"{DEFAULT_EXIT_PLAN_MARKER} plan the change first", timeout=120)
+        assert turn.stop_reason == "end_turn", (turn.response, conn.stderr_tail())
+        updates = [u.params["update"] for u in turn.updates]
+        calls = [u for u in updates if u.get("sessionUpdate") == "tool_call" and u.get("kind") == "switch_mode"]
+        assert calls, f"no switch_mode tool call: {[u.get('sessionUpdate') for u in updates]}"
+        [asked] = client.permission_calls
+        assert asked.tool_call_id == calls[0]["toolCallId"], (asked.tool_call_id, calls[0]["toolCallId"])
+        modes = [u["currentModeId"] for u in updates if u.get("sessionUpdate") == "current_mode_update"]
+        assert modes and modes[-1] == "default", f"the adapter did not report leaving plan mode: {modes}"
+        configs = [u for u in updates if u.get("sessionUpdate") == "config_option_update"]
+        mode_values = [
+            o.get("currentValue") for u in configs for o in u.get("configOptions", []) if o.get("id") == "mode"
+        ]
+        assert mode_values and mode_values[-1] == modes[-1], (mode_values, modes)
+        assert not conn.peer.violations(), [f"{v.clause_id}: {v.message}" for v in conn.peer.violations()]
+
+
+@pytest.mark.slow
+def test_claude_after_allow_always_and_each_permission_names_its_tool_call(tmp_path: Path) -> None:
+    """The same tool twice in one session, the first permission answered allow_always: whether the adapter
+    asks again is its own business (the spec leaves persistence to the agent; printed for the record),
+    but every permission request it sends names the toolCallId of a tool_call it announced in that turn."""
+    _installed(CLAUDE_AGENT_ACP)
+    asked = anyio.run(_allow_always_twice, tmp_path)
+    print(f"claude-agent-acp after allow_always: permission requests per turn {asked}")
+
+
+async def _allow_always_twice(tmp: Path) -> list[int]:
+    from acp_conformance.harness.agent import AgentConfig, AgentHarness
+    from acp_conformance.model_stub.script import DEFAULT_TOOL_MARKER
+    from acp_conformance.profiles.agents import resolve
+    from acp_conformance.schema import load_validator
+
+    resolved = resolve(CLAUDE_AGENT_ACP.name, None)
+    assert resolved is not None
+    command, setup = resolved
+    config = AgentConfig(command=command, setup=setup, timeout=60, startup_timeout=60)
+    harness = AgentHarness(config, load_validator(required=True), tmp)
+    asked: list[int] = []
+    async with harness.connect(permission="allow_always") as conn:
+        client = conn.client
+        sid = await client.new_session()
+        for _ in range(2):
+            before = len(client.permission_calls)
+            turn = await client.prompt(sid, f"{DEFAULT_TOOL_MARKER} write the probe file", timeout=120)
+            assert turn.stop_reason == "end_turn", (turn.response, conn.stderr_tail())
+            announced = {
+                u.params["update"].get("toolCallId")
+                for u in turn.updates
+                if u.params["update"].get("sessionUpdate") == "tool_call"
+            }
+            calls = client.permission_calls[before:]
+            assert all(c.tool_call_id in announced for c in calls), ([c.tool_call_id for c in calls], announced)
+            asked.append(len(calls))
+        assert asked[0] >= 1, "the first Write was never asked about"
+        assert not conn.peer.violations(), [f"{v.clause_id}: {v.message}" for v in conn.peer.violations()]
+    return asked
