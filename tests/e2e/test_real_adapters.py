@@ -169,6 +169,19 @@ def test_claude_asks_its_question_through_a_form_elicitation(tmp_path: Path) -> 
     assert not processes_with_env(str(basetemp))
 
 
+def _claude_harness(tmp: Path) -> Any:
+    """The suite's client harness on claude-agent-acp with its profile (the scripted model endpoint)."""
+    from acp_conformance.harness.agent import AgentConfig, AgentHarness
+    from acp_conformance.profiles.agents import resolve
+    from acp_conformance.schema import load_validator
+
+    resolved = resolve(CLAUDE_AGENT_ACP.name, None)
+    validator = load_validator(required=True)
+    assert resolved is not None and validator is not None
+    command, setup = resolved
+    return AgentHarness(AgentConfig(command=command, setup=setup, timeout=60, startup_timeout=60), validator, tmp)
+
+
 @pytest.mark.slow
 def test_claude_leaves_plan_mode_through_a_permission_and_reports_the_mode(tmp_path: Path) -> None:
     """The chain editor -> claude-agent-acp -> Agent SDK -> Claude Code, for ExitPlanMode: in plan mode
@@ -181,16 +194,9 @@ def test_claude_leaves_plan_mode_through_a_permission_and_reports_the_mode(tmp_p
 
 
 async def _exit_plan_mode(tmp: Path) -> None:
-    from acp_conformance.harness.agent import AgentConfig, AgentHarness
     from acp_conformance.model_stub.script import DEFAULT_EXIT_PLAN_MARKER
-    from acp_conformance.profiles.agents import resolve
-    from acp_conformance.schema import load_validator
 
-    resolved = resolve(CLAUDE_AGENT_ACP.name, None)
-    assert resolved is not None
-    command, setup = resolved
-    config = AgentConfig(command=command, setup=setup, timeout=60, startup_timeout=60)
-    harness = AgentHarness(config, load_validator(required=True), tmp)
+    harness = _claude_harness(tmp)
     async with harness.connect(permission="option:exit-plan-default") as conn:
         client = conn.client
         sid = await client.new_session()
@@ -223,16 +229,9 @@ def test_claude_after_allow_always_and_each_permission_names_its_tool_call(tmp_p
 
 
 async def _allow_always_twice(tmp: Path) -> list[int]:
-    from acp_conformance.harness.agent import AgentConfig, AgentHarness
     from acp_conformance.model_stub.script import DEFAULT_TOOL_MARKER
-    from acp_conformance.profiles.agents import resolve
-    from acp_conformance.schema import load_validator
 
-    resolved = resolve(CLAUDE_AGENT_ACP.name, None)
-    assert resolved is not None
-    command, setup = resolved
-    config = AgentConfig(command=command, setup=setup, timeout=60, startup_timeout=60)
-    harness = AgentHarness(config, load_validator(required=True), tmp)
+    harness = _claude_harness(tmp)
     asked: list[int] = []
     async with harness.connect(permission="allow_always") as conn:
         client = conn.client
@@ -252,3 +251,41 @@ async def _allow_always_twice(tmp: Path) -> list[int]:
         assert asked[0] >= 1, "the first Write was never asked about"
         assert not conn.peer.violations(), [f"{v.clause_id}: {v.message}" for v in conn.peer.violations()]
     return asked
+
+
+@pytest.mark.slow
+def test_claude_survives_a_permission_answered_twice(tmp_path: Path) -> None:
+    """A second response to one session/request_permission (input no client may send: a robustness
+    question, jsonrpc.survives-invalid-input): one decision closes the request, the tool completes once,
+    the turn ends and the next prompt is served."""
+    _installed(CLAUDE_AGENT_ACP)
+    anyio.run(_answered_twice, tmp_path)
+
+
+async def _answered_twice(tmp: Path) -> None:
+    from acp_conformance.model_stub.script import DEFAULT_TOOL_MARKER
+
+    harness = _claude_harness(tmp)
+    async with harness.connect(permission="hold") as conn:
+        client = conn.client
+        sid = await client.new_session()
+        rid, start = await client.send_prompt(sid, f"{DEFAULT_TOOL_MARKER} write the probe file")
+        call = await client.wait_permission(timeout=60)
+        allow = next(o for o in call.request.params["options"] if o.get("kind") == "allow_once")
+        outcome = {"outcome": "selected", "optionId": allow["optionId"]}
+        await client.answer_permission(call, outcome)
+        # Our own connection refuses to answer twice: the second answer goes out raw.
+        again = {"jsonrpc": "2.0", "id": call.request.id, "result": {"outcome": outcome}}
+        await conn.peer.send_raw(json.dumps(again).encode() + b"\n")
+        client.release_all()
+        turn = await client.finish_turn(sid, rid, start, timeout=120)
+        assert turn.stop_reason == "end_turn", (turn.response, conn.stderr_tail())
+        done = [
+            u.params["update"]
+            for u in turn.updates
+            if u.params["update"].get("toolCallId") == call.tool_call_id
+            and u.params["update"].get("status") == "completed"
+        ]
+        assert len(done) == 1, f"the tool call completed {len(done)} times"
+        after = await client.prompt(sid, "hello again", timeout=120)
+        assert after.stop_reason == "end_turn", after.response
