@@ -40,6 +40,18 @@ async def first_turn(acp: ClientHarness, conn: ClientConnection) -> PromptTurn:
     return await conn.agent.next_turn(limit)
 
 
+async def one_turn(acp: ClientHarness, conn: ClientConnection, reply: str = "Done.") -> str | None:
+    """Play the client's first prompt turn to its end (one reply, ``end_turn``): None, or why no
+    turn came (the client stopped, or sent none in time)."""
+    try:
+        turn = await first_turn(acp, conn)
+    except PeerError as exc:
+        return exc.message
+    await turn.say(reply)
+    await turn.end()
+    return None
+
+
 async def end_session(acp: ClientHarness, conn: ClientConnection) -> bool:
     """End the client's session the way its user would: close its stdin, give it the startup deadline
     to finish what it is doing and exit (its agent then sees EOF), else stop it as teardown would.

@@ -16,10 +16,9 @@ import pytest
 from acp_conformance.checks.gating import advertised
 from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import AgentSetup
-from acp_conformance.errors import PeerError
 from acp_conformance.harness.client import ClientHarness
 from acp_conformance.suite._support import inconclusive, not_applicable
-from acp_conformance.suite.client._helpers import first_turn, require
+from acp_conformance.suite.client._helpers import one_turn, require
 
 pytestmark = pytest.mark.anyio
 
@@ -32,14 +31,7 @@ async def _logs_in(acp: ClientHarness, methods: list[dict[str, Any]]) -> tuple[l
     ``authenticate``, and how the run ended (a prompt turn, or why none came)."""
     setup = AgentSetup(auth_methods=methods, require_auth=True)
     async with acp.connect(setup, actions={"authenticate": None}) as conn:
-        try:
-            turn = await first_turn(acp, conn)
-        except PeerError as exc:
-            ended = exc.message
-        else:
-            await turn.say("Logged in.")
-            await turn.end()
-            ended = "a prompt turn"
+        ended = await one_turn(acp, conn, "Logged in.") or "a prompt turn"
         return _method_ids(conn.agent.authentications), ended
 
 
@@ -85,14 +77,7 @@ async def test_a_terminal_method_is_never_named_in_authenticate(acp_client: Clie
                 "the client does not advertise clientCapabilities.auth.terminal, so no terminal method may be "
                 "offered to it (authentication.mdx)"
             )
-        try:
-            turn = await first_turn(acp_client, conn)
-        except PeerError as exc:
-            how = exc.message
-        else:
-            await turn.say("Logged in.")
-            await turn.end()
-            how = "a prompt turn"
+        how = await one_turn(acp_client, conn, "Logged in.") or "a prompt turn"
         sent = _method_ids(conn.agent.authentications)
         if not sent:
             inconclusive(f"the client sent no authenticate at all ({how})")

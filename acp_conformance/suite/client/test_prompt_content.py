@@ -15,11 +15,10 @@ import pytest
 
 from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import AgentSetup
-from acp_conformance.errors import PeerError
-from acp_conformance.harness.client import ClientConnection, ClientHarness
+from acp_conformance.harness.client import ClientHarness
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive
-from acp_conformance.suite.client._helpers import first_turn, require
+from acp_conformance.suite.client._helpers import first_turn, one_turn, require
 
 pytestmark = pytest.mark.anyio
 
@@ -98,13 +97,7 @@ def _options(category: dict[str, Any]) -> list[dict[str, Any]]:
 async def _runs_a_turn(acp: ClientHarness, options: list[dict[str, Any]]) -> str | None:
     """None when the client ran a prompt turn with these config options, else why it did not."""
     async with acp.connect(AgentSetup(config_options=options)) as conn:
-        try:
-            turn = await first_turn(acp, conn)
-        except PeerError as exc:
-            return exc.message
-        await turn.say("Configured.")
-        await turn.end()
-        return None
+        return await one_turn(acp, conn, "Configured.")
 
 
 @pytest.mark.acp_clause("config.category.ux-only")
@@ -140,7 +133,7 @@ async def test_a_mode_the_user_picks_by_name_is_set_by_its_id(acp_client: Client
     the modes listed in availableModes" (session-modes.mdx).  The agent flags any other modeId."""
     require(acp_client, "prompt", "set-mode")
     async with acp_client.connect(AgentSetup(modes=MODES), actions={"set-mode": "Code"}) as conn:
-        await _one_turn_or_reason(acp_client, conn)
+        await one_turn(acp_client, conn)
         sent = [e for e in conn.peer.events if isinstance(e, Request) and e.method == "session/set_mode"]
     if not sent:
         inconclusive("the client was asked to switch to the mode Code and sent no session/set_mode")
@@ -164,17 +157,7 @@ async def test_a_config_choice_the_user_picks_by_name_is_set_by_its_value(acp_cl
     The agent flags any other value."""
     require(acp_client, "prompt", "set-config")
     async with acp_client.connect(AgentSetup(config_options=OPTIONS), actions={"set-config": "Pace=Careful"}) as conn:
-        await _one_turn_or_reason(acp_client, conn)
+        await one_turn(acp_client, conn)
         sent = [e for e in conn.peer.events if isinstance(e, Request) and e.method == "session/set_config_option"]
     if not sent:
         inconclusive("the client was asked to set Pace to Careful and sent no session/set_config_option")
-
-
-async def _one_turn_or_reason(acp: ClientHarness, conn: ClientConnection) -> str | None:
-    try:
-        turn = await first_turn(acp, conn)
-    except PeerError as exc:
-        return exc.message
-    await turn.say("Done.")
-    await turn.end()
-    return None

@@ -16,24 +16,17 @@ import pytest
 from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import AgentSetup
 from acp_conformance.endpoints.listing import SessionPager
-from acp_conformance.errors import PeerError
 from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive
-from acp_conformance.suite.client._helpers import first_turn, require
+from acp_conformance.suite.client._helpers import one_turn, require
 
 pytestmark = pytest.mark.anyio
 
 
 async def _one_turn(acp: ClientHarness, conn: ClientConnection) -> str:
-    """Play the client's first prompt turn to its end: "a prompt turn", or why none came."""
-    try:
-        turn = await first_turn(acp, conn)
-    except PeerError as exc:
-        return exc.message
-    await turn.say("Done.")
-    await turn.end()
-    return "a prompt turn"
+    """Play the client's first prompt turn: "a prompt turn", or why none came."""
+    return await one_turn(acp, conn) or "a prompt turn"
 
 
 @pytest.mark.acp_clause("session.list.cursor-opaque", "session.list.cursor-end")
