@@ -54,7 +54,7 @@ from acp_conformance.scenario.model import (
 __all__ = ["BUILTINS", "default_seed", "library_dir", "load_scenario", "load_text", "parse_yaml"]
 
 #: Names every scenario may use in templates without defining them.
-BUILTINS = ("sandbox", "seed", "scenario", "prompt", "tool_prompt", "long_prompt", "fake")
+BUILTINS = ("sandbox", "seed", "scenario", "prompt", "tool_prompt", "long_prompt", "elicit_prompt", "fake")
 
 _STR = "tag:yaml.org,2002:str"
 _INT = "tag:yaml.org,2002:int"

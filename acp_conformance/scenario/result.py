@@ -11,16 +11,19 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from acp_conformance import prompts
 from acp_conformance.clauses import registry
 from acp_conformance.results import ClauseResult, Status, adjust, combine
 from acp_conformance.scenario.model import Scenario
 
 __all__ = ["DEFAULT_PROMPTS", "Outcome", "ScenarioResult", "Settings", "Stop"]
 
+#: The texts of ``{{prompt}}`` and friends (``acp_conformance.prompts`` holds them; the options override).
 DEFAULT_PROMPTS = {
-    "prompt": "Hello! Please reply with a short greeting.",
-    "tool_prompt": "acp:tool Please create a file named acp-probe.txt containing 'hello' using your tools.",
-    "long_prompt": "acp:long Please count slowly from one to one thousand, one number per line.",
+    "prompt": prompts.DEFAULT_PROMPT,
+    "tool_prompt": prompts.DEFAULT_TOOL_PROMPT,
+    "long_prompt": prompts.DEFAULT_LONG_PROMPT,
+    "elicit_prompt": prompts.DEFAULT_ELICIT_PROMPT,
 }
 
 
@@ -34,7 +37,7 @@ class Settings:
     startup_timeout: float = 20.0
     #: Faker seed (overrides the scenario's).
     seed: int | None = None
-    #: Texts for ``{{prompt}}``, ``{{tool_prompt}}``, ``{{long_prompt}}`` (steering real agents).
+    #: Texts for ``{{prompt}}``, ``{{tool_prompt}}``, ``{{long_prompt}}``, ``{{elicit_prompt}}`` (steering real agents).
     prompts: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_PROMPTS))
     #: Transcript entries shown as evidence of a failure.
     evidence_lines: int = 30

@@ -46,7 +46,12 @@ async def test_scenario(acp_agent: AgentHarness, path: Path) -> None:
     settings = Settings(
         timeout=config.timeout,
         startup_timeout=config.startup_timeout,
-        prompts={"prompt": config.prompt, "tool_prompt": config.tool_prompt, "long_prompt": config.long_prompt},
+        prompts={
+            "prompt": config.prompt,
+            "tool_prompt": config.tool_prompt,
+            "long_prompt": config.long_prompt,
+            "elicit_prompt": config.elicit_prompt,
+        },
     )
     async with acp_agent.connect(initialize=False) as conn:
         result = await run_scenario(
