@@ -32,7 +32,7 @@ declare -A EXTRA=(
 declare -A CLIENT=(
   [acpx-client]="$ROOT/node_modules/.bin/acpx {permission} --format json --agent {agent} exec {prompt}"
   [python-sdk-client]="$PY $EX/client.py {agent_argv}"
-  [mock-client]="$PY -m mock_client {permission} --caps fs,terminal,elicitation-form,elicitation-url,auth-terminal --agent {agent} --prompt {prompt}"
+  [mock-client]="$PY -m mock_client {permission} --caps fs,terminal,elicitation-form,auth-terminal --agent {agent} --prompt {prompt}"
 )
 declare -A PROFILE=(
   [acpx-client]="acpx"

@@ -37,8 +37,9 @@ from tests.peers.broken_clients import BREAKAGES
 BROKEN = ROOT / "tests" / "peers" / "broken_clients.py"
 
 PY = sys.executable
-#: Every capability the mock client can advertise, so every client check has something to judge.
-CAPS = "--caps fs,terminal,elicitation-form,elicitation-url,auth-terminal"
+#: The capabilities the reference client runs with (URL elicitation apart: with both modes advertised
+#: no mode is left to be unadvertised; test_reference_client_opens_no_elicited_url covers URL mode).
+CAPS = "--caps fs,terminal,elicitation-form,auth-terminal"
 ARGS = f"{{permission}} {CAPS} --add-dir /tmp --agent {{agent}} --prompt {{prompt}} --quiet"
 REFERENCE = f"{PY} -m mock_client {ARGS}"
 #: Without --prompt the mock client reads one prompt per stdin line (a second prompt is possible).
@@ -179,6 +180,16 @@ def test_reference_client_is_conformant_serially_and_under_xdist(tmp_path: Path)
     passed = [c for c in serial.report["clauses"] if c["status"] == "PASS"]
     assert passed and all(c["tests"] for c in passed), "a PASS without any test behind it"
     assert not processes_under(tmp_path), "a client or relay agent outlived the run"
+
+
+def test_reference_client_opens_no_elicited_url(tmp_path: Path) -> None:
+    """The PASS half of elicit.url.safety (client): the reference client advertising URL elicitation
+    answers accept and never fetches the page (the main reference run leaves URL mode out, so that a
+    mode stays unadvertised for the unadvertised-mode checks)."""
+    url_caps = ARGS.replace(CAPS, CAPS + ",elicitation-url")
+    run = run_client_suite(f"{PY} -m mock_client {url_caps}", tmp_path, "--acp-clause=elicit.url.safety")
+    assert run.statuses()["elicit.url.safety"] == "PASS", run.stdout[-3000:]
+    assert run.returncode == 0
 
 
 def test_reference_client_passes_the_scenario_library_with_prompts_on_stdin(tmp_path: Path) -> None:

@@ -163,6 +163,11 @@ BREAKAGES["config-value-by-name"] = Breakage(ConfigValueByName, "config.set.valu
 class OpensUrlWithoutConsent(MockClient):
     """Fetches an elicited URL to show a preview, then answers decline: the page was opened without consent."""
 
+    def initialize_params(self) -> dict[str, Any]:
+        params = super().initialize_params()
+        params["clientCapabilities"].setdefault("elicitation", {})["url"] = {}
+        return params
+
     def install_handlers(self, peer: Any) -> None:
         super().install_handlers(peer)
         default = peer.handlers["elicitation/create"]
