@@ -71,9 +71,14 @@ class PeerExited(PeerError):
         message: str,
         returncode: int | None = None,
         stderr_tail: list[str] | None = None,
+        *,
+        read_proven: bool = False,
     ) -> None:
         super().__init__(message, stderr_tail)
         self.returncode = returncode
+        #: Raised while we waited for an answer: the peer had provably read our request (it answered
+        #: one we sent after it, ``Peer.wait_response``).  False: it may never have read it.
+        self.read_proven = read_proven
 
 
 class PeerTimeout(PeerError):

@@ -531,7 +531,7 @@ class Peer:
                         msg += "; nothing shows it had read the request (it answered nothing we sent after it)"
                     elif flag:
                         self.flag("jsonrpc.every-request-answered", f"{msg}, though it answered {later} sent after it")
-                    raise PeerExited(msg, None, self.stderr_tail())
+                    raise PeerExited(msg, None, self.stderr_tail(), read_proven=later is not None)
                 awaited = self._awaited.get(key)
                 if awaited is None:
                     awaited = self._awaited[key] = anyio.Event()

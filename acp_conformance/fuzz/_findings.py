@@ -34,6 +34,9 @@ class Finding:
     #: False: seen once, but Hypothesis's replay of the example went otherwise (a timing-dependent
     #: outcome). Such a finding is INCONCLUSIVE, never a FAIL or WARN: a verdict must recur.
     recurred: bool = True
+    #: Why the example, though it recurs, proves no breach (e.g. the peer exited with our request
+    #: pending and nothing shows it had read it): INCONCLUSIVE with this reason.
+    unproven: str = ""
 
 
 class FuzzFinding(AssertionError):
@@ -41,11 +44,12 @@ class FuzzFinding(AssertionError):
 
     clause = ""
 
-    def __init__(self, message: str, example: str, evidence: str) -> None:
+    def __init__(self, message: str, example: str, evidence: str, unproven: str = "") -> None:
         super().__init__(f"[{self.clause}] {message}: {example}")
         self.message = message
         self.example = example
         self.evidence = evidence
+        self.unproven = unproven
 
 
 _FINDING_TYPES: dict[str, type[FuzzFinding]] = {}
@@ -89,6 +93,9 @@ def record_findings(
                 f"seen once but did not recur on replay, so not a verdict (timing-dependent): {msg}",
                 f.evidence,
             )
+            continue
+        if f.unproven:
+            harness.record(clause, Status.INCONCLUSIVE, f"not a verdict: {f.unproven}: {msg}", f.evidence)
             continue
         status = breach_status(reg.get(clause))
         harness.record(clause, status, msg, f.evidence)

@@ -47,7 +47,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.core.ids import same_id
-from acp_conformance.errors import AcpError, ConformanceFailure, PeerError
+from acp_conformance.errors import AcpError, ConformanceFailure, PeerError, PeerExited
 from acp_conformance.fuzz._budget import FuzzBudget
 from acp_conformance.fuzz._findings import Finding, finding_type
 from acp_conformance.fuzz.campaign import live_connection
@@ -149,21 +149,21 @@ class AgentSessions(RuleBasedStateMachine):
     def call(self, fn: Any, *args: Any) -> Any:
         return self.ctx.portal.call(fn, *args)
 
-    def fail(self, clause: str, message: str) -> None:
+    def fail(self, clause: str, message: str, unproven: str = "") -> None:
         self.ctx.failed = True
         self.raised = True
         assert self.conn is not None
         evidence = self.ctx.acp.evidence(self.conn)
         self.ctx.failing[clause] = (self.conn.transcript, list(self.steps), message, evidence)
         steps = "; ".join(self.steps) or "(no steps)"
-        raise finding_type(clause)(message, f"steps: {steps}", evidence)
+        raise finding_type(clause)(message, f"steps: {steps}", evidence, unproven)
 
     def wait(self, rid: Any, what: str) -> Response | None:
         try:
             resp: Response = self.call(self._wait, rid, what)
             return resp
         except PeerError as exc:
-            self.fail("jsonrpc.every-request-answered", f"{what} was not answered ({exc.message})")
+            self.fail("jsonrpc.every-request-answered", f"{what} was not answered ({exc.message})", _unproven(exc))
             return None
 
     async def _wait(self, rid: Any, what: str) -> Response:
@@ -309,7 +309,11 @@ class AgentSessions(RuleBasedStateMachine):
             self.call(self._until_answer_or_permission, turn)
         except PeerError as exc:
             what = f"the {turn.kind} turn of {turn.sid!r}"
-            self.fail("jsonrpc.every-request-answered", f"{what} neither ended nor asked anything ({exc.message})")
+            self.fail(
+                "jsonrpc.every-request-answered",
+                f"{what} neither ended nor asked anything ({exc.message})",
+                _unproven(exc),
+            )
 
     async def _until_answer_or_permission(self, turn: _Turn) -> None:
         def done(ev: Event) -> bool:
@@ -573,3 +577,11 @@ def _expect_the_right_thing(steps: list[dict[str, Any]], clause: str, message: s
     else:
         steps.append({"note": f"the recording above breaks {clause}: {message}"})
     return steps
+
+
+def _unproven(exc: PeerError) -> str:
+    """Why a wait that failed proves no breach: an agent that closed its output may never have read
+    the request (an earlier step may have killed it), however often the sequence recurs."""
+    if isinstance(exc, PeerExited) and not exc.read_proven:
+        return "the agent closed its output with the request pending; nothing shows it had read it"
+    return ""

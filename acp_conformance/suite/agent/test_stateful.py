@@ -71,7 +71,9 @@ def test_stateful_session_lifecycle(acp_agent: AgentHarness, request: pytest.Fix
             flaky = False
             for sub, found_blob in replay_blobs(exc):
                 if isinstance(sub, FuzzFinding):
-                    findings.append(Finding(sub.clause, sub.message, sub.example, found_blob, sub.evidence))
+                    findings.append(
+                        Finding(sub.clause, sub.message, sub.example, found_blob, sub.evidence, unproven=sub.unproven)
+                    )
                 elif isinstance(sub, Flaky):
                     flaky = True
                 else:
