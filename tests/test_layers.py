@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, int]] = [
     ("acp_conformance._proctree", 0),
     ("acp_conformance._extras", 0),
     ("acp_conformance._watchdog", 0),
+    ("acp_conformance._cache", 0),
     ("acp_conformance.errors", 0),
     ("acp_conformance.redaction", 0),
     ("acp_conformance.prompts", 0),

@@ -7,22 +7,19 @@ clause this suite version has no check for is a coverage gap.
 
 Importing every suite module costs most of a pytest start (Hypothesis, the fuzz strategies,
 pydantic's scenario models), and every run needs the answer: the controller for the coverage
-gaps, a ``--acp-clause`` run to know which modules it can skip.  So the answer is cached on disk,
-keyed by the size and modification time of every file it can depend on (this package's sources
-and the scenario library): a changed file is a different key, a stale answer cannot be read.
+gaps, a ``--acp-clause`` run to know which modules it can skip.  So the answer is cached on disk
+(``acp_conformance._cache``: keyed by every source file, a stale answer cannot be read).
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
-import os
 import pkgutil
-import tempfile
 from functools import cache
 from pathlib import Path
+from typing import Any
 
+from acp_conformance._cache import cached
 from acp_conformance.checks.passive import PASSIVE_CLAUSES
 from acp_conformance.plugin.markers import is_clause_mark
 
@@ -33,24 +30,16 @@ def suite_dir(role: str) -> Path:
     return Path(__file__).resolve().parent.parent / "suite" / role
 
 
-_PACKAGE = Path(__file__).resolve().parent.parent
-
-
 @cache
 def bindings(role: str) -> dict[str, list[str]]:
     """clause id -> test function names bound to it, for the ``role`` suite."""
-    path = _cache_path(role)
-    if path is not None:
-        try:
-            data = json.loads(path.read_text("utf-8"))
-            if isinstance(data, dict):
-                return {str(k): [str(t) for t in v] for k, v in data.items()}
-        except (OSError, ValueError):
-            pass
-    out = _imported_bindings(role)
-    if path is not None:
-        _write_atomically(path, json.dumps(out, sort_keys=True))
-    return out
+    return cached("bindings", role, lambda: _imported_bindings(role), load=_checked_bindings)
+
+
+def _checked_bindings(data: Any) -> dict[str, list[str]]:
+    if not isinstance(data, dict):
+        raise ValueError("not a table")
+    return {str(k): [str(t) for t in v] for k, v in data.items()}
 
 
 def module_clauses(role: str) -> dict[str, set[str]]:
@@ -60,39 +49,6 @@ def module_clauses(role: str) -> dict[str, set[str]]:
         for test in tests:
             out.setdefault(test.split("::", 1)[0] + ".py", set()).add(cid)
     return out
-
-
-def _cache_path(role: str, root: Path = _PACKAGE) -> Path | None:
-    """Where the bindings of this exact source tree are cached (None: no cache directory)."""
-    from acp_conformance import __version__
-
-    digest = hashlib.sha256(__version__.encode())
-    try:
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            for name in sorted(filenames):
-                if name.endswith((".py", ".yaml", ".toml")):
-                    st = os.stat(os.path.join(dirpath, name))
-                    digest.update(f"{dirpath}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    except (OSError, RuntimeError):
-        return None
-    return Path(base) / "acp-conformance" / "bindings" / f"{role}-{digest.hexdigest()[:24]}.json"
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Concurrent runs (xdist workers, parallel CI jobs) may write the same file: a rename is atomic."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".bindings-")
-    except OSError:
-        return  # a read-only home: the answer is recomputed next time
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def _imported_bindings(role: str) -> dict[str, list[str]]:

@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from acp_conformance.plugin.bindings import _cache_path, _imported_bindings, bindings
+from acp_conformance._cache import source_key_path
+from acp_conformance.plugin.bindings import _imported_bindings, bindings
 
 
 def test_the_cached_bindings_are_the_imported_ones() -> None:
@@ -20,13 +21,13 @@ def test_any_change_to_a_source_file_is_a_new_cache_key(tmp_path: Path) -> None:
     module = tmp_path / "suite" / "test_x.py"
     module.write_text("A = 1\n")
     (tmp_path / "notes.txt").write_text("not a source\n")
-    first = _cache_path("agent", tmp_path)
-    assert first is not None and first == _cache_path("agent", tmp_path)
+    first = source_key_path("bindings", "agent", tmp_path)
+    assert first is not None and first == source_key_path("bindings", "agent", tmp_path)
     (tmp_path / "notes.txt").write_text("still not a source\n")
-    assert _cache_path("agent", tmp_path) == first
+    assert source_key_path("bindings", "agent", tmp_path) == first
     module.write_text("A = 22\n")
-    assert _cache_path("agent", tmp_path) != first
-    assert _cache_path("client", tmp_path) != _cache_path("agent", tmp_path)
+    assert source_key_path("bindings", "agent", tmp_path) != first
+    assert source_key_path("bindings", "client", tmp_path) != source_key_path("bindings", "agent", tmp_path)
 
 
 def test_a_run_selected_by_clause_skips_the_fuzz_modules(tmp_path: Path) -> None:
@@ -44,3 +45,15 @@ def test_a_run_selected_by_clause_skips_the_fuzz_modules(tmp_path: Path) -> None
     assert "test_jsonrpc.py::" in proc.stdout, proc.stdout[-2000:]  # what it selected was collected
     for heavy in ("hypothesis", "acp_conformance.fuzz.campaign", "acp_conformance.scenario.model"):
         assert heavy not in imported, f"{heavy} imported by a run that needs none of it"
+
+
+def test_the_cached_library_index_is_what_the_files_say() -> None:
+    from acp_conformance.scenario.library_index import library_entries
+    from acp_conformance.scenario.loader import library_dir, load_scenario
+
+    for kind in ("agent", "client"):
+        entries = library_entries(kind)
+        assert [e.path.name for e in entries] == sorted(p.name for p in (library_dir() / kind).glob("*.yaml"))
+        for e in entries:
+            s = load_scenario(e.path)
+            assert (e.scenario, e.plays, e.tags, e.clauses) == (s.scenario, s.plays, tuple(s.tags), tuple(s.clauses()))

@@ -17,23 +17,19 @@ from typing import Any
 import pytest
 
 from acp_conformance.harness import AgentHarness
-from acp_conformance.scenario.engine import run_scenario
-from acp_conformance.scenario.loader import library_dir, load_scenario
-from acp_conformance.scenario.result import Settings
+from acp_conformance.scenario.library_index import library_entries
 from acp_conformance.suite._support import conclude, inconclusive
 
 pytestmark = pytest.mark.anyio
 
 
 def _library() -> list[Any]:
-    folder = library_dir() / "agent"
-    params = []
-    for path in sorted(folder.glob("*.yaml")):
-        scenario = load_scenario(path)  # a bad library file is a collection error, naming file and line
-        if scenario.plays != "client" or "not-in-suite" in scenario.tags:
-            continue
-        params.append(pytest.param(path, marks=pytest.mark.acp_clause(*scenario.clauses()), id=scenario.scenario))
-    return params
+    # A bad library file is a collection error, naming file and line (library_entries reads them).
+    return [
+        pytest.param(e.path, marks=pytest.mark.acp_clause(*e.clauses), id=e.scenario)
+        for e in library_entries("agent")
+        if e.plays == "client" and "not-in-suite" not in e.tags
+    ]
 
 
 SCENARIOS = _library()
@@ -41,6 +37,11 @@ SCENARIOS = _library()
 
 @pytest.mark.parametrize("path", SCENARIOS)
 async def test_scenario(acp_agent: AgentHarness, path: Path) -> None:
+    # The engine and its models load here, not at collection: most runs never play a file.
+    from acp_conformance.scenario.engine import run_scenario
+    from acp_conformance.scenario.loader import load_scenario
+    from acp_conformance.scenario.result import Settings
+
     scenario = load_scenario(path)
     config = acp_agent.config
     settings = Settings(

@@ -71,7 +71,8 @@ from acp_conformance.harness.client import ClientConnection, ClientHarness, Unsu
 from acp_conformance.results import Status, adjust
 from acp_conformance.scenario.answers import settle
 from acp_conformance.scenario.engine import Engine
-from acp_conformance.scenario.loader import library_dir, load_scenario
+from acp_conformance.scenario.library_index import library_entries
+from acp_conformance.scenario.loader import load_scenario
 from acp_conformance.scenario.model import (
     ExpectNothingStep,
     ExpectSpec,
@@ -223,15 +224,17 @@ def plan(scenario: Scenario) -> Plan:
 
 
 def _library() -> list[Any]:
-    folder = library_dir() / "client"
-    params = []
-    for path in sorted(folder.glob("*.yaml")):
-        scenario = load_scenario(path)  # a bad library file is a collection error, naming file and line
-        if scenario.plays != "agent" or "not-in-suite" in scenario.tags:
-            continue
-        plan(scenario)  # and so is one this suite cannot play
-        params.append(pytest.param(path, marks=pytest.mark.acp_clause(*scenario.clauses()), id=scenario.scenario))
-    return params
+    # A bad library file, or one this suite cannot play (plan), is a collection error naming file and line.
+    return [
+        pytest.param(e.path, marks=pytest.mark.acp_clause(*e.clauses), id=e.scenario)
+        for e in library_entries("client", check=_playable)
+        if e.plays == "agent" and "not-in-suite" not in e.tags
+    ]
+
+
+def _playable(scenario: Scenario) -> None:
+    if scenario.plays == "agent" and "not-in-suite" not in scenario.tags:
+        plan(scenario)
 
 
 SCENARIOS = _library()
