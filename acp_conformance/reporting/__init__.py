@@ -266,6 +266,10 @@ class RunResults:
         for c in sorted(findings, key=lambda c: (c["status"], c["id"])):
             msg = next((t["message"] for t in c["tests"] if t["status"] == c["status"]), "")
             lines.append(f"{c['status']:<5} {c['id']} ({c['level']}): {msg[:200]}")
+        unjudged = inconclusive_reasons(data)
+        if unjudged:
+            lines.append("")
+            lines += [f"INCONCLUSIVE ({n} MUST clauses): {why[:300]}" for why, n in unjudged]
         lines.append("")
         lines.append(f"ACP verdict: {self.verdict_line()}")
         return lines
@@ -306,6 +310,18 @@ def verdict_line(v: dict[str, Any]) -> str:
         f"{len(v['warnings'])} WARN, {len(v['info'])} INFO; "
         f"{len(v['coverage_gaps'])} clauses of this role not yet checked by this suite version)"
     )
+
+
+def inconclusive_reasons(data: dict[str, Any], most: int = 3) -> list[tuple[str, int]]:
+    """Why the mandatory clauses a verdict could not judge were left INCONCLUSIVE: the commonest
+    reasons first, with how many clauses each, so a verdict of INCONCLUSIVE says what to do about it."""
+    wanted = set(data["verdict"].get("inconclusive_mandatory") or [])
+    counts: dict[str, int] = defaultdict(int)
+    for c in data["clauses"]:
+        if c["id"] in wanted:
+            why = next((t["message"] for t in c["tests"] if t["status"] == "INCONCLUSIVE"), "")
+            counts[why] += 1
+    return sorted(counts.items(), key=lambda item: -item[1])[:most]
 
 
 def verdict_word_of(v: dict[str, Any]) -> str:

@@ -192,7 +192,7 @@ def render_markdown(data: dict[str, Any]) -> str:
 
 
 def _render(data: dict[str, Any]) -> str:
-    from acp_conformance.reporting import baseline_line, verdict_line
+    from acp_conformance.reporting import baseline_line, inconclusive_reasons, verdict_line
 
     v = data["verdict"]
     info = data["peer"].get("info") or {}
@@ -213,6 +213,8 @@ def _render(data: dict[str, Any]) -> str:
         "",
         f"**Verdict: {verdict_line(v)}**",
         "",
+        *[f"- INCONCLUSIVE ({n} MUST clauses): {why}" for why, n in inconclusive_reasons(data)],
+        *([""] if inconclusive_reasons(data) else []),
         *([f"**Baseline:** {baseline_line(data['baseline'])}", ""] if data.get("baseline") else []),
         "| status | clauses |",
         "|---|---:|",

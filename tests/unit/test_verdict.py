@@ -185,3 +185,17 @@ def test_mandatory_clauses_left_inconclusive_are_never_a_conformant_verdict() ->
     )
     part.add(Record("t::b", "skipped", [ClauseResult("cancel.no-error", Status.INCONCLUSIVE, "a race")]))
     assert part.verdict_line().startswith("SELECTED CLAUSES: no FAIL, 1 MUST INCONCLUSIVE (cancel.no-error)")
+
+
+def test_an_inconclusive_verdict_says_why_commonest_reason_first() -> None:
+    from acp_conformance.reporting import inconclusive_reasons
+
+    checked = {"cancel.stop-reason", "cancel.no-error", "cancel.updates-before-response"}
+    run = RunResults(registry=REG, role="agent", command="a", checked=checked)
+    gone = "could not be judged: the agent exited (agent stderr: fatal: no config file found)"
+    run.add(Record("t::a", "skipped", [ClauseResult(c, Status.INCONCLUSIVE, gone) for c in sorted(checked)[:2]]))
+    run.add(Record("t::b", "skipped", [ClauseResult("cancel.updates-before-response", Status.INCONCLUSIVE, "a race")]))
+    data = run.to_json()
+    assert inconclusive_reasons(data) == [(gone, 2), ("a race", 1)]
+    assert f"INCONCLUSIVE (2 MUST clauses): {gone}" in run.terminal_lines(data)
+    assert f"- INCONCLUSIVE (2 MUST clauses): {gone}" in run.to_markdown()
