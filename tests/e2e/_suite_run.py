@@ -55,6 +55,19 @@ def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240, role: st
     return SuiteRun(proc.returncode, proc.stdout, json.loads(report.read_text()))
 
 
+def check_full_verdict(run: SuiteRun, fails: bool) -> None:
+    """A full proof's verdict: NOT CONFORMANT exactly when a MUST fails (``fails``); otherwise
+    CONFORMANT, or INCONCLUSIVE when the breakage left MUSTs unjudged (a peer that dies cuts tests
+    short); the exit status follows the verdict."""
+    v = run.report["verdict"]
+    if fails:
+        assert v["conformant"] is False and v["failed_mandatory"], v
+    else:
+        assert not v["failed_mandatory"], v
+        assert v["conformant"] == (not v["not_tested_mandatory"] and not v["inconclusive_mandatory"]), v
+    assert (run.returncode == 0) == bool(v["conformant"]), run.stdout[-3000:]
+
+
 def live_processes_matching(needle: str) -> list[str]:
     out = []
     for entry in Path("/proc").iterdir():
