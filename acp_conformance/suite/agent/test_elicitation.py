@@ -54,21 +54,31 @@ async def test_turn_survives_a_refused_elicitation(acp_agent: AgentHarness, answ
         )
 
 
-@pytest.mark.acp_clause("elicit.response.unknown-action")
+@pytest.mark.acp_clause("elicit.response.unknown-action", "elicit.agent-handles-failure")
 async def test_an_unknown_action_is_not_taken_for_accept(acp_agent: AgentHarness) -> None:
     """We answer with an action the agent cannot know (the schema's extension variant) whose
     content carries a marker in every field.  The schema: "They MUST NOT treat it as a known
     elicitation action".  Treating it as ``accept`` is visible: the marker comes back in what the
     agent sends afterwards.  As failure, decline or cancel it is not, and which one is not
-    visible either."""
+    visible either.  A turn that stalls after our answer did not handle it: that is
+    elicit.agent-handles-failure's, not jsonrpc.every-request-answered's (one defect, one clause)."""
     async with acp_agent.connect(capabilities=FORM, permission="allow_once") as conn:
         conn.client.elicitation = "unknown-action"
         sid = await new_session(acp_agent, conn)
         rid, start = await conn.client.send_prompt(sid, acp_agent.config.elicit_prompt)
-        await wait_prompt_response(conn, rid, start)  # what the turn sent is all on record
+        resp = await wait_prompt_response(conn, rid, start, flag=False)  # what the turn sent is all on record
         calls = [c for c in conn.client.elicitation_calls if c.answer is not None]
         if not calls:
+            if resp is None:
+                await wait_prompt_response(conn, rid, start)  # a stall this test is not about
             not_applicable("the agent sent no elicitation/create the client could answer (eliciting is optional)")
+        acp_agent.check(
+            "elicit.agent-handles-failure",
+            resp is not None,
+            f"the turn to end (a result or an error) after we answered its elicitation with {UNKNOWN_ACTION!r}",
+            f"no session/prompt answer within {conn.peer.timeout:g} s of our answer",
+            stop=False,
+        )
         after = conn.peer.events[calls[0].arrived_at_event :]  # the request itself holds no marker
         echoed = [e for e in after if UNKNOWN_ACTION_MARKER in _text_of(e)]
         acp_agent.check(
