@@ -12,7 +12,7 @@ from typing import Any
 
 from bench.common import BENCH, load_average, machine_info, progress
 
-SECTIONS = ("plugin", "frames", "e2e", "cold", "suite", "profile")
+SECTIONS = ("plugin", "frames", "e2e", "cold", "suite", "profile", "real")
 DEFAULT_SECTIONS = ("plugin", "frames", "e2e", "cold", "suite")
 
 
@@ -38,7 +38,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="append",
         default=None,
         help=f"run only these sections (repeatable or comma-separated): {', '.join(SECTIONS)}; "
-        f"default: {', '.join(DEFAULT_SECTIONS)} (profile is opt-in)",
+        f"default: {', '.join(DEFAULT_SECTIONS)} (profile and real are opt-in; real certifies the pinned "
+        "real adapters with the whole agent suite, one repetition unless --reps is given, ~12 min each)",
     )
     p.add_argument("--round-trips", type=int, default=None, help="timed prompt round trips per run (default 1000)")
     p.add_argument("--updates", type=int, default=None, help="updates in the long turn (default 10000)")
@@ -162,6 +163,14 @@ def main(argv: list[str] | None = None) -> int:
                 ("serial", "n2") if quick else ("serial", "n2", "collect", "client", "client-n2"),
             )
             meta.setdefault("section_s", {})["suite"] = time.perf_counter() - t0
+        if "real" in args.sections:
+            from bench.real import run_real
+
+            t0 = time.perf_counter()
+            summary["real"] = run_real(
+                args.reps or 1, 3600.0 * (args.reps or 1), select=("-k", "initialization") if quick else ()
+            )
+            meta.setdefault("section_s", {})["real"] = time.perf_counter() - t0
         if "profile" in args.sections:
             from bench.profiling import run_profiles
 
@@ -189,6 +198,10 @@ def main(argv: list[str] | None = None) -> int:
         md.append("## Per-frame costs\n\n" + frames_md(summary["frames"]))
     if summary.get("suite"):
         md.append("## The conformance suite itself\n\n" + suite_md(summary["suite"]))
+    if summary.get("real"):
+        from bench.real import real_md
+
+        md.append("## Certifying real adapters\n\n" + real_md(summary["real"]))
     if summary.get("profile"):
         md.append("## Profiles (pyinstrument)\n\n" + profile_md(summary["profile"]))
     text = "\n\n".join(md) + "\n"
