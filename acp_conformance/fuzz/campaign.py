@@ -149,6 +149,9 @@ class Live:
     succeeded: frozenset[str] = frozenset()
     #: The request that proves the peer still serves: (method, params, validate outbound).
     probe: tuple[str, Any, bool] = ("", None, False)
+    #: (clause, message) of the violations the connection showed before any example: the peer's
+    #: own defects on valid traffic (a result missing a required member), not provoked by a frame.
+    baseline: frozenset[tuple[str, str]] = frozenset()
 
 
 Judge = Callable[[Frame, Live], Expect]
@@ -246,7 +249,8 @@ class FrameFuzzer(ABC):
     def _open(self) -> None:
         self._cm = self._connect()
         conn = self._cm.__enter__()
-        self._live = self.portal.call(self._prepare, conn)
+        live = self._live = self.portal.call(self._prepare, conn)
+        live.baseline = frozenset((e.clause_id, e.message) for e in live.conn.peer.events if isinstance(e, Violation))
         self._dirty = False
 
     def _note(self, text: str) -> None:
@@ -433,7 +437,11 @@ class FrameFuzzer(ABC):
 def _reattribute(live: Live, frame: Frame, window: list[Any], why: str) -> None:
     """The peer's answers to a frame we were not allowed to send broke a MUST on the wire (an
     error without an id for a line that is not JSON, say): on the transcript that becomes a
-    robustness finding too, so the stream-level judge does not FAIL what the example excuses."""
+    robustness finding too, so the stream-level judge does not FAIL what the example excuses.
+
+    Not a violation the connection already showed on valid traffic (``live.baseline``: the same
+    result missing the same member): the frame did not provoke that one, it stays its own clause's
+    (one defect, one clause), rather than becoming a second, robustness finding."""
     answers = {e.index for e in window if isinstance(e, Response)}
     reg = registry()
     moved = 0
@@ -445,6 +453,8 @@ def _reattribute(live: Live, frame: Frame, window: list[Any], why: str) -> None:
             continue
         if v.index is not None and v.index not in answers:
             continue  # a frame of the peer's own (an update, a request), not its answer to ours
+        if (v.clause_id, v.message) in live.baseline:
+            continue  # shown on valid traffic already: not provoked by this frame
         new = Violation(
             "jsonrpc.survives-invalid-input",
             f"[{v.clause_id}] {v.message}, answering a frame {why}",

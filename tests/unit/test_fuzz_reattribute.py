@@ -1,0 +1,47 @@
+"""What the fuzz campaigns charge to the robustness clause when a peer answers a frame we were not
+allowed to send: only what that frame provoked.  A defect the connection showed on valid traffic
+before any example (a result missing a required member) stays its own clause's, once."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from acp_conformance.core.events import Response, Violation
+from acp_conformance.fuzz._expect import Frame
+from acp_conformance.fuzz.campaign import Live, _reattribute
+from acp_conformance.transcript import Transcript
+
+MISSING_NAME = "session/new result: 'name' is a required property at /configOptions/0"
+
+
+def _live(baseline: frozenset[tuple[str, str]]) -> tuple[Live, Transcript]:
+    transcript = Transcript()
+    conn = SimpleNamespace(transcript=transcript, peer=SimpleNamespace(events=[]))
+    return Live(conn, baseline=baseline), transcript
+
+
+def _answer_with(message: str) -> tuple[list[object], Violation]:
+    answer = Response(id=7, result={}, method="session/new", index=3)
+    v = Violation("schema.valid", message, "error", b"{}", 3)
+    return [v, answer], v
+
+
+def _frame() -> Frame:
+    return Frame(data=b"{}\n", message={}, kind="request", method="session/new", id=7, valid=False)
+
+
+def test_a_violation_only_the_forbidden_frame_provoked_becomes_a_robustness_finding() -> None:
+    live, transcript = _live(frozenset())
+    window, v = _answer_with("session/new result: 'cwd' echoed as an array")
+    transcript.violation(v)
+    _reattribute(live, _frame(), window, "that is not a valid ACP message (deep-nesting)")
+    assert [x.clause_id for x in transcript.violations] == ["jsonrpc.survives-invalid-input"]
+    assert transcript.violations[0].message.startswith("[schema.valid] session/new result")
+
+
+def test_a_violation_already_shown_on_valid_traffic_stays_its_own_clause() -> None:
+    live, transcript = _live(frozenset({("schema.valid", MISSING_NAME)}))
+    window, v = _answer_with(MISSING_NAME)
+    transcript.violation(v)
+    _reattribute(live, _frame(), window, "that is not a valid ACP message (deep-nesting)")
+    assert [x.clause_id for x in transcript.violations] == ["schema.valid"]
