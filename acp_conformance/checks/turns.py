@@ -28,6 +28,7 @@ from typing import Any
 
 from acp_conformance.core.events import Event, Notification, Request, Response
 from acp_conformance.core.ids import same_id
+from acp_conformance.core.vocabulary import TURN_OUTPUT
 
 __all__ = [
     "FINISHED",
@@ -64,8 +65,6 @@ __all__ = [
 
 #: The five StopReason values of the pinned schema.
 STOP_REASONS = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"})
-#: Update kinds that are a turn's output (prompt-turn.mdx § 3 and § 5); other kinds may come at any time.
-TURN_OUTPUT = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"})
 #: Tool call statuses after which a tool call does not run again (tool-calls.mdx § Status).
 FINISHED = frozenset({"completed", "failed"})
 #: Client methods whose call changes the user's environment: what a tool that must not run must not do.

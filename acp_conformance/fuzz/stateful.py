@@ -47,6 +47,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.core.ids import same_id
+from acp_conformance.core.vocabulary import TURN_OUTPUT
 from acp_conformance.errors import AcpError, ConformanceFailure, PeerError, PeerExited
 from acp_conformance.fuzz._budget import FuzzBudget
 from acp_conformance.fuzz._findings import Finding, finding_type
@@ -74,7 +75,6 @@ CLAUSES = (
 #: Other clauses a step may find broken on the way (bound to their own tests).
 
 STEPS = 15
-TURN_OUTPUT = {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
 PERMISSION_KINDS = ("allow_once", "allow_always", "reject_once", "reject_always")
 #: A request no agent implements: the round trip that flushes what the agent wrote before it.
 PROBE = "session/acp_conformance_fuzz_probe"

@@ -21,6 +21,7 @@ from acp_conformance.checks.turns import (
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event, Notification, Request, Response
 from acp_conformance.core.ids import same_id
+from acp_conformance.core.vocabulary import TURN_OUTPUT
 from acp_conformance.endpoints.client import PermissionCall, Turn
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
@@ -159,10 +160,6 @@ def answers(rid: Any) -> Callable[[Event], bool]:
     return lambda e: isinstance(e, Response) and e.method is not None and jsonrpc.id_key(e.id) == key
 
 
-#: Update kinds that are a turn's own output.  Session metadata an agent may send at any time
-#: (available_commands_update, current_mode_update, config_option_update, session_info_update,
-#: usage_update) does not show that a turn is running.
-TURN_OUTPUT = frozenset({"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"})
 
 
 def update_for(sid: str) -> Callable[[Event], bool]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from acp_conformance.checks.turns import STOP_REASONS, TURN_OUTPUT
 from acp_conformance.core.events import Notification
 from acp_conformance.harness import AgentHarness
 from acp_conformance.suite._support import new_session, run_turn
@@ -11,8 +12,6 @@ from acp_conformance.suite._support import new_session, run_turn
 pytestmark = pytest.mark.anyio
 
 METHOD_NOT_FOUND = -32601
-STOP_REASONS = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
-TURN_OUTPUT = {"agent_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update", "plan"}
 
 
 @pytest.mark.acp_clause("session.new.unique-id")
