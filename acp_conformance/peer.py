@@ -46,6 +46,7 @@ from acp_conformance.core.events import (
     Violation,
 )
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, printable
+from acp_conformance.core.vocabulary import TURN_OUTPUT
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerGaveUp, PeerTimeout, RpcError
 from acp_conformance.outbox import OUTBOX_BUDGET, Outbox
 from acp_conformance.transcript import Entry, Transcript
@@ -633,6 +634,15 @@ class Peer:
         self.note_unterminated()
         if awaiting is not None and limit >= self.timeout:
             pending = [rid for rid, m in self.conn.pending_outgoing if m == awaiting]
+            working = self._working_since(start)
+            if pending and working:
+                # Streaming turn output (for any session: a wrong sessionId is its own clause's) is
+                # work in progress; what we waited for not coming proves no request unanswered.
+                raise PeerTimeout(
+                    f"no {what} within {limit:g} s, though the peer kept streaming turn output ({working}): "
+                    f"{awaiting} (id {pending[0]!r}) is still being worked on, not judged unanswered",
+                    self.stderr_tail(),
+                )
             if pending:
                 self._missed(
                     awaiting,
@@ -640,6 +650,20 @@ class Peer:
                     limit,
                 )
         raise PeerTimeout(f"no {what} within {limit:g} s{self._stall()}", self.stderr_tail())
+
+    def _working_since(self, start: int) -> str:
+        """The turn output the peer streamed from event ``start`` on ("3 agent_message_chunk for
+        session 's2'"), or "" for none."""
+        kinds: dict[tuple[str, str], int] = {}
+        for ev in self.events[start:]:
+            if not (isinstance(ev, Notification) and ev.method == "session/update" and isinstance(ev.params, dict)):
+                continue
+            update = ev.params.get("update")
+            kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+            if isinstance(kind, str) and kind in TURN_OUTPUT:
+                key = (kind, str(ev.params.get("sessionId")))
+                kinds[key] = kinds.get(key, 0) + 1
+        return ", ".join(f"{n} {kind} for session {sid!r}" for (kind, sid), n in list(kinds.items())[:3])
 
     def _leave_slot(self) -> None:
         """A handler about to wait on the peer gives up its slot: the reader must read on."""

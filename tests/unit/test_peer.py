@@ -26,11 +26,12 @@ BAD_CHUNK = {"sessionId": SID, "update": {"sessionUpdate": "agent_message_chunk"
 @asynccontextmanager
 async def connected(
     validator: SchemaValidator | None = None,
+    timeout: float = 5,
 ) -> AsyncIterator[tuple[Peer, Peer, MemoryTransport]]:
     """(client peer, agent peer, the agent's raw transport)."""
     agent_end, client_end = memory_pair()
     async with (
-        Peer(client_end, Role.CLIENT, validator=validator, timeout=5) as client,
+        Peer(client_end, Role.CLIENT, validator=validator, timeout=timeout) as client,
         Peer(agent_end, Role.AGENT, validator=validator, timeout=5) as agent,
     ):
         yield client, agent, agent_end
@@ -151,6 +152,7 @@ async def test_peer_eof_after_answering_a_later_request_is_a_finding() -> None:
     with anyio.fail_after(10):
         async with connected() as (client, agent, agent_end):
             agent.handlers["session/prompt"] = lambda req: anyio.sleep_forever()
+
             async def new_session(req: Request) -> Any:
                 return {"sessionId": SID}
 
@@ -275,3 +277,41 @@ async def test_drain_waits_for_frames_already_handed_to_the_writer() -> None:
                 await agent.drain()
             await client.wait_for(lambda e: isinstance(e, Notification) and e.params == {"n": 19})
             assert len(client.notifications("_x/n")) == 20
+
+
+async def _wait_on_a_prompt(stream: bool) -> tuple[Peer, BaseException]:
+    """The agent takes our prompt and never answers it; ``stream``: meanwhile it streams turn
+    output naming another session.  Returns our side and what waiting for our session's first
+    update (the prompt awaited) raised."""
+    async with connected(timeout=0.5) as (client, agent, _):
+        held = anyio.Event()
+
+        async def prompt(req: Request) -> Any:
+            if stream:
+                chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
+                await agent.notify("session/update", {"sessionId": "sess-other", "update": chunk}, validate=False)
+            held.set()
+            await anyio.sleep_forever()
+
+        agent.handlers["session/prompt"] = prompt
+        await client.send_request("session/prompt", {"sessionId": SID, "prompt": []}, validate=False)
+        with pytest.raises(PeerTimeout) as info:
+            await client.wait_for(
+                lambda e: isinstance(e, Notification) and e.params.get("sessionId") == SID,
+                timeout=client.timeout,
+                what="the first update",
+                awaiting="session/prompt",
+            )
+        assert held.is_set()
+        return client, info.value
+
+
+async def test_a_prompt_that_streams_is_not_judged_unanswered_when_its_output_names_another_session() -> None:
+    client, exc = await _wait_on_a_prompt(stream=True)
+    assert "still being worked on" in str(exc) and "'sess-other'" in str(exc)
+    assert not [v for v in client.violations() if v.clause_id == "jsonrpc.every-request-answered"]
+
+
+async def test_a_silent_prompt_past_its_deadline_is_judged_unanswered() -> None:
+    client, _ = await _wait_on_a_prompt(stream=False)
+    assert [v.clause_id for v in client.violations()] == ["jsonrpc.every-request-answered"]
