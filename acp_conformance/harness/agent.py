@@ -37,6 +37,7 @@ from acp_conformance.harness.base import (
     AcpSpecWarning,
     HarnessBase,
     deadline_memory,
+    exit_memory,
     judge_transcript,
     liveness,
 )
@@ -213,9 +214,17 @@ class AgentHarness(HarnessBase):
         # Each teardown stage (stdin EOF, SIGTERM) waits at most this long: an agent that ignores
         # both must not cost more per connection than the deadline the user chose for a wait.
         grace = min(2.0, self.config.timeout)
+        exits = exit_memory(self.config.command)
         spawned: list[ProcessTransport] = []
         try:
-            async with spawn(self.config.command, env=env, cwd=cwd, on_stderr=on_stderr, grace=grace) as transport:
+            async with spawn(
+                self.config.command,
+                env=env,
+                cwd=cwd,
+                on_stderr=on_stderr,
+                grace=grace,
+                eof_grace=exits.eof_grace(grace),
+            ) as transport:
                 spawned.append(transport)
                 peer = Peer(
                     transport,
@@ -299,6 +308,9 @@ class AgentHarness(HarnessBase):
             if spawned and len(spawned[0].stderr_tail) > 0:
                 exc.stderr_tail = list(spawned[0].stderr_tail)[-20:]
             raise
+        finally:
+            if spawned:
+                exits.note(spawned[0].outlived_eof)
 
     def _remember_peer_from(self, peer: Peer) -> None:
         """Tests that send their own ``initialize`` (the initialization tests, often all a partial run

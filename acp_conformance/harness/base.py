@@ -24,10 +24,12 @@ from acp_conformance.transcript import Transcript
 __all__ = [
     "DEAD_AFTER",
     "AcpSpecWarning",
+    "ExitMemory",
     "HarnessBase",
     "HarnessLike",
     "Liveness",
     "deadline_memory",
+    "exit_memory",
     "judge_transcript",
     "liveness",
 ]
@@ -52,8 +54,31 @@ class Liveness:
     failures: list[str] = field(default_factory=list)
 
 
+@dataclass
+class ExitMemory:
+    """Per-process memory of how often the peer started by one command ignored stdin EOF at teardown.
+
+    Teardown closes stdin, waits, then signals.  A peer that never exits on EOF (a MAY:
+    ``transport.stdio.exit-on-stdin-close``, judged by its own test with its own wait) would
+    cost that whole wait in every test; after ``limit`` teardowns in which it outlived it, later
+    ones wait only ``short`` before SIGTERM.  Nothing is judged on that wait: our reader has
+    stopped before teardown, so no evidence is lost, only time."""
+
+    limit: int = 2
+    short: float = 0.2
+    outlived: int = 0
+
+    def eof_grace(self, grace: float) -> float:
+        return min(grace, self.short) if self.outlived >= self.limit else grace
+
+    def note(self, outlived_eof: bool) -> None:
+        if outlived_eof:
+            self.outlived += 1
+
+
 _LIVENESS: dict[tuple[str, str], Liveness] = {}
 _DEADLINES: dict[str, DeadlineMemory] = {}
+_EXITS: dict[str, ExitMemory] = {}
 
 
 def liveness(role: str, command: str) -> Liveness:
@@ -64,6 +89,11 @@ def liveness(role: str, command: str) -> Liveness:
 def deadline_memory(command: str) -> DeadlineMemory:
     """The run's memory of missed deadlines for the peer started by ``command``."""
     return _DEADLINES.setdefault(command, DeadlineMemory())
+
+
+def exit_memory(command: str) -> ExitMemory:
+    """The run's memory of teardowns the peer started by ``command`` outlived stdin EOF."""
+    return _EXITS.setdefault(command, ExitMemory())
 
 
 class HarnessLike(Protocol):

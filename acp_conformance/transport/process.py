@@ -217,6 +217,8 @@ class ProcessTransport:
         self._stdout = process.stdout
         self._stdin = process.stdin
         self._stdin_closed = False
+        #: Still running when teardown's wait after stdin EOF ended (``terminate``).
+        self.outlived_eof = False
         # pid -> start time of every descendant seen while the tree was linked.
         self._known_descendants: dict[int, int] = {}
         info = stat(self.pid)
@@ -315,11 +317,17 @@ class ProcessTransport:
         for pid in walk(children_map(procs), [self.pid]):
             self._known_descendants[pid] = by_pid[pid].start
 
-    async def terminate(self, grace: float) -> int | None:
-        """Close stdin, wait, SIGTERM the group, wait, SIGKILL everything."""
+    async def terminate(self, grace: float, eof_grace: float | None = None) -> int | None:
+        """Close stdin, wait, SIGTERM the group, wait, SIGKILL everything.
+
+        ``eof_grace`` (default ``grace``) bounds the first wait: a caller that has seen this
+        command ignore stdin EOF before shortens it, the later stages keep ``grace``.  Sets
+        ``outlived_eof`` when the process was still running when that wait ended."""
         self.snapshot_descendants()
         await self.close_output()
-        if not await self.wait_exit(grace):
+        exited = await self.wait_exit(grace if eof_grace is None else eof_grace)
+        self.outlived_eof = not exited
+        if not exited:
             self.snapshot_descendants()
             self._signal_all(signal.SIGTERM)
             if not await self.wait_exit(grace):
@@ -478,8 +486,10 @@ async def spawn(
     stderr_lines: int = 500,
     grace: float = 2.0,
     on_stderr: Callable[[str], None] | None = None,
+    eof_grace: float | None = None,
 ) -> AsyncIterator[ProcessTransport]:
-    """Start ``command`` and yield its transport; tear it down on exit, always.
+    """Start ``command`` and yield its transport; tear it down on exit, always (``grace`` per
+    teardown stage; ``eof_grace``, when given, for the first one, see ``terminate``).
 
     The child's environment is ours plus ``env`` plus ``ACP_CONFORMANCE_SPAWN``
     (a random tag that lets teardown find its descendants).  Secret-looking
@@ -522,7 +532,7 @@ async def spawn(
                     yield transport
                 finally:
                     with anyio.CancelScope(shield=True):
-                        await transport.terminate(grace)
+                        await transport.terminate(grace, eof_grace)
                     tg.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         raise single_exception(group) from None
