@@ -488,7 +488,13 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         "with bad params get -32601 instead of -32002 / -32602 (the _meta and idle-cancel checks see the same "
         "refusal without _meta or cancel and leave it INCONCLUSIVE)",
     ),
-    "updates-for-another-session": Breakage(UpdatesForAnotherSession, "prompt.updates.session-id"),
+    "updates-for-another-session": Breakage(
+        UpdatesForAnotherSession,
+        "prompt.updates.session-id",
+        also=frozenset({"session.load.replay-session-id", "tool.report", "prompt.tool-in-progress"}),
+        why_also="every update names another session, the history replayed by session/load too (that clause "
+        "is the replay's); the session itself then never hears of the tool calls its permission requests name",
+    ),
     "output-after-response": Breakage(
         OutputAfterResponse,
         "prompt.updates.before-response",
