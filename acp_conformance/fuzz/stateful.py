@@ -125,7 +125,10 @@ class AgentSessions(RuleBasedStateMachine):
         self.conn: Connection | None = None
         self.turns: dict[str, _Turn] = {}
         self.ended: dict[str, int] = {}  # sid -> position of its last turn's response
+        #: sid -> whether its last turn was answered ``cancelled`` after we cancelled it.
         self.ended_cancelled: dict[str, bool] = {}
+        #: sid -> position (inbound events logged) when our last session/cancel for it went out.
+        self.cancel_sent: dict[str, int] = {}
         self.tool_ids: dict[str, set[str]] = {}
         self.replays: list[tuple[str, int, int]] = []  # (sid, from, to): session/load replay windows
         self.closed: set[str] = set()
@@ -356,7 +359,7 @@ class AgentSessions(RuleBasedStateMachine):
         if turn is not None:
             turn.cancelled = True
         assert self.conn is not None
-        sent_at = len(self.peer.events)
+        sent_at = self.cancel_sent[sid] = len(self.peer.events)
         self.call(self.conn.client.cancel, sid)  # also answers its pending permissions "cancelled"
         self.steps.append(f"cancel({sid!r})")
         if turn is not None:
@@ -439,7 +442,10 @@ class AgentSessions(RuleBasedStateMachine):
                 if turn.done_at is None and same_id(ev.id, turn.rid):
                     turn.done_at, turn.response = pos, ev
                     self.ended[turn.sid] = pos
-                    self.ended_cancelled[turn.sid] = turn.cancelled
+                    # The agent's own word: a turn it answered end_turn had ended before it read
+                    # our cancel (a crossing), and its later output is no cancelled turn's.
+                    result = ev.result if isinstance(ev.result, dict) else {}
+                    self.ended_cancelled[turn.sid] = turn.cancelled and result.get("stopReason") == "cancelled"
                     del self.turns[turn.sid]
                     self.ctx.exercised["prompt.updates.before-response"] += 1
                     break
@@ -462,6 +468,11 @@ class AgentSessions(RuleBasedStateMachine):
                     f"tool_call_update for {update.get('toolCallId')!r}, never introduced in {sid!r}",
                 )
         if kind in TURN_OUTPUT and sid in self.ended and sid not in self.turns:
+            if self.cancel_sent.get(sid, -1) > self.ended[sid]:
+                # Our session/cancel went out after the turn's answer: this may be the agent's
+                # reaction to that cancel (cancel.after-response, judged by its own test), not
+                # output of the ended turn; the order proves nothing here.
+                return
             if self.ended_cancelled.get(sid):
                 self.fail(
                     "cancel.updates-before-response", f"{kind} for {sid!r} after its cancelled turn had been answered"
