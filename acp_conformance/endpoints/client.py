@@ -405,6 +405,12 @@ class ClientEndpoint:
     async def finish_turn(self, session_id: str, rid: Any, start: int, timeout: float | None = None) -> Turn:
         resp = await self.peer.wait_response(rid, method="session/prompt", timeout=timeout)
         end = len(self.peer.events)
+        # Up to the response itself: what came in the same read after it (output the agent wrote
+        # right behind its answer) is not the turn's, whatever judges it later.
+        for i in range(end - 1, start - 1, -1):
+            if self.peer.events.get(i) is resp:
+                end = i + 1
+                break
         events = self.peer.events[start:end]
         dropped = (end - start) - len(events)  # slices of the bounded log yield the kept events only
         updates = [

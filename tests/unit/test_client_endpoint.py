@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -412,3 +413,30 @@ async def test_a_cancel_ends_with_its_turn(schema_validator: SchemaValidator, ne
             after = await agent.request("session/request_permission", permission_params("t2"))
             assert after == {"outcome": {"outcome": "selected", "optionId": "a1"}}
             assert not ep.is_cancelled(SID)
+
+
+@pytest.mark.anyio
+async def test_a_turn_ends_at_its_response_even_when_output_follows_in_the_same_read(tmp_path: Path) -> None:
+    """An agent writes its prompt answer and one more chunk in one write: we read both at once,
+    but the chunk is not the turn's (it comes after the answer: prompt.updates.before-response)."""
+    agent_end, client_end = memory_pair()
+    async with Peer(client_end, Role.CLIENT, timeout=5) as peer:
+        client = ClientEndpoint(peer, capabilities=ClientCapabilities.none(), sandbox=Sandbox(tmp_path))
+        rid, start = await client.send_prompt(SID, "hello")
+        request = await agent_end.receive()
+        assert b'"session/prompt"' in request
+
+        def update(text: str) -> bytes:
+            chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+            return (
+                b'{"jsonrpc":"2.0","method":"session/update","params":'
+                + orjson.dumps({"sessionId": SID, "update": chunk})
+                + b"}\n"
+            )
+
+        answer = b'{"jsonrpc":"2.0","id":%d,"result":{"stopReason":"end_turn"}}\n' % rid
+        await agent_end.send(update("before") + answer + update("after"))
+        turn = await client.finish_turn(SID, rid, start)
+        assert [u.params["update"]["content"]["text"] for u in turn.updates] == ["before"]
+        late = [e for e in peer.events[turn.end_event :] if getattr(e, "method", None) == "session/update"]
+        assert [e.params["update"]["content"]["text"] for e in late] == ["after"]
