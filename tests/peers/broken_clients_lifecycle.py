@@ -264,7 +264,9 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "no-client-info": Breakage(NoClientInfo, "init.request.client-info", status="WARN"),
     "client-info-without-version": Breakage(ClientInfoWithoutVersion, "init.implementation.shape"),
     "string-fs-flag": Breakage(
-        StringFsFlag, "cap.client.fs-defaults", also=frozenset({"schema.valid"}),
+        StringFsFlag,
+        "cap.client.fs-defaults",
+        also=frozenset({"schema.valid"}),
         why_also="the schema types the flag as a boolean",
     ),
     "loads-when-capability-omitted": Breakage(
@@ -279,12 +281,18 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "ignores-version": Breakage(IgnoresVersion, "init.version.client-disconnect", status="WARN"),
     # session
     "pipelined-session-new": Breakage(
-        PipelinedSessionNew, "session.after-init", status="FAIL",
-        also=frozenset({"init.version.client-disconnect"}),
-        why_also="a session/new sent before the initialize answer cannot depend on the version in it (a WARN)",
+        PipelinedSessionNew,
+        "session.after-init",
+        status="FAIL",
+        also=frozenset({"init.version.client-disconnect", "prompt.after-setup"}),
+        why_also="a session/new sent before the initialize answer cannot depend on the version in it (a WARN); "
+        "an agent that requires authentication refuses that session/new, and the client prompts the session it "
+        "never got",
     ),
     "no-mcp-servers": Breakage(
-        NoMcpServers, "session.new.params", also=frozenset({"schema.valid"}),
+        NoMcpServers,
+        "session.new.params",
+        also=frozenset({"schema.valid"}),
         why_also="mcpServers is required by the schema",
     ),
     "relative-cwd": Breakage(RelativeCwd, "session.cwd.absolute"),
@@ -343,21 +351,26 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "relative-additional-dir": Breakage(RelativeAdditionalDir, "session.additional-dirs.absolute"),
     "image-when-flag-omitted": Breakage(ImageWhenFlagOmitted, "cap.agent.defaults"),
     "prompt-not-array": Breakage(
-        PromptNotArray, "prompt.params", also=frozenset({"schema.valid"}),
+        PromptNotArray,
+        "prompt.params",
+        also=frozenset({"schema.valid"}),
         why_also="prompt is an array in the schema",
     ),
     "image-without-capability": Breakage(
-        ImageWithoutCapability, "content.image.gated",
+        ImageWithoutCapability,
+        "content.image.gated",
         also=frozenset({"cap.agent.defaults", "prompt.content-gated", "cap.omitted-unsupported"}),
         why_also="an image block is content the agent did not allow; " + WHY_OMITTED + WHY_FLAG,
     ),
     "audio-without-capability": Breakage(
-        AudioWithoutCapability, "content.audio.gated",
+        AudioWithoutCapability,
+        "content.audio.gated",
         also=frozenset({"cap.agent.defaults", "prompt.content-gated", "cap.omitted-unsupported"}),
         why_also="an audio block is content the agent did not allow; " + WHY_OMITTED + WHY_FLAG,
     ),
     "resource-without-capability": Breakage(
-        ResourceWithoutCapability, "content.resource.gated",
+        ResourceWithoutCapability,
+        "content.resource.gated",
         also=frozenset({"cap.agent.defaults", "prompt.content-gated", "cap.omitted-unsupported"}),
         why_also="an embedded resource is content the agent did not allow; " + WHY_OMITTED + WHY_FLAG,
     ),
