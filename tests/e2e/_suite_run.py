@@ -78,6 +78,7 @@ def live_processes_matching(needle: str) -> list[str]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if needle in cmd and state != "Z":
+        # A suite run's own command line names its peer too (another proof running concurrently).
+        if needle in cmd and state != "Z" and " -m pytest " not in cmd:
             out.append(f"{entry.name}: {cmd}")
     return out

@@ -21,8 +21,12 @@ pytestmark = pytest.mark.anyio
 
 @pytest.mark.acp_clause("jsonrpc.unknown-method")
 async def test_unknown_method_gets_method_not_found(acp_agent: AgentHarness) -> None:
+    """A request the agent does not implement, under a name we may send: an extension name
+    (extensibility.mdx: every name without a leading ``_`` is reserved for the protocol, so a
+    made-up protocol-looking name is input we may not send, which the fuzz campaigns judge as a
+    robustness finding).  The same probe the client suite uses."""
     async with acp_agent.connect() as conn:
-        resp = await conn.peer.call("session/acp_conformance_no_such_method", {"sessionId": "x"}, validate=False)
+        resp = await conn.peer.call("_acp_conformance/no_such_method", {"sessionId": "x"})
         code = resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
         acp_agent.check(
             "jsonrpc.unknown-method",
