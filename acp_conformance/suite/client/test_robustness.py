@@ -232,6 +232,15 @@ async def test_a_cancelled_request_still_gets_an_answer(acp_client: ClientHarnes
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
+        # The same request, not cancelled: a client that answers no extension request at all (the
+        # finding of ext.request.respond) tells us nothing about cancelled ones.
+        try:
+            # Not flagged, nor counted against the method's deadline: the tests of ext.request.respond
+            # judge that silence (and would give up on a method that already missed twice).
+            first = await conn.peer.send_request("_acp_conformance/unknown_request", {"probe": "baseline"})
+            await conn.peer.wait_response(first, method="_acp_conformance/unknown_request", flag=False)
+        except PeerError as exc:
+            inconclusive(f"the client did not answer our extension request even without a cancel: {exc.message}")
         rid = await conn.peer.send_request("_acp_conformance/unknown_request", {"probe": "cancelled"})
         await conn.peer.notify("$/cancel_request", {"requestId": rid})
         try:
