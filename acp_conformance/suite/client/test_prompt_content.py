@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import AgentSetup
 from acp_conformance.harness.client import ClientHarness
 from acp_conformance.results import Status
@@ -146,7 +145,7 @@ async def test_a_mode_the_user_picks_by_name_is_set_by_its_id(acp_client: Client
     require(acp_client, "prompt", "set-mode")
     async with acp_client.connect(AgentSetup(modes=MODES), actions={"set-mode": "Code"}) as conn:
         await one_turn(acp_client, conn)
-        sent = [e for e in conn.peer.events if isinstance(e, Request) and e.method == "session/set_mode"]
+        sent = conn.peer.requests("session/set_mode")
     if not sent:
         inconclusive("the client was asked to switch to the mode Code and sent no session/set_mode")
 
@@ -170,6 +169,6 @@ async def test_a_config_choice_the_user_picks_by_name_is_set_by_its_value(acp_cl
     require(acp_client, "prompt", "set-config")
     async with acp_client.connect(AgentSetup(config_options=OPTIONS), actions={"set-config": "Pace=Careful"}) as conn:
         await one_turn(acp_client, conn)
-        sent = [e for e in conn.peer.events if isinstance(e, Request) and e.method == "session/set_config_option"]
+        sent = conn.peer.requests("session/set_config_option")
     if not sent:
         inconclusive("the client was asked to set Pace to Careful and sent no session/set_config_option")
