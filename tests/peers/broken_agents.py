@@ -379,10 +379,17 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "numeric-ids-for-strings": Breakage(
         NumericIdsForStrings,
         "jsonrpc.id-types",
-        also=frozenset({"jsonrpc.response-id-echo", "jsonrpc.every-request-answered", "jsonrpc.parse-error"}),
+        also=frozenset(
+            {
+                "jsonrpc.response-id-echo",
+                "jsonrpc.every-request-answered",
+                "jsonrpc.parse-error",
+                "jsonrpc.survives-invalid-input",
+            }
+        ),
         why_also="an answer with a different id matches no request we sent, and ours stays unanswered; the "
         "fuzzer's oddly framed requests (a BOM first) owe an answer or -32700, and no answer under their id "
-        "reads as not parsed",
+        "reads as not parsed; its invalid string-id requests go unanswered the same way (robustness)",
     ),
     "duplicate-response": Breakage(
         DuplicateResponse,

@@ -270,6 +270,16 @@ async def test_cancel_when_idle_leaves_the_session_usable(acp_agent: AgentHarnes
             assert turn.response is not None
             resp = turn.response
             ok = not resp.is_error and _stop_reason(resp) not in (None, "cancelled")
+            if not resp.is_error and _stop_reason(resp) is None:
+                # The turn ran and ended, but names no stop reason (prompt.response.stop-reason's finding):
+                # whether the cancel ended it cannot be told.
+                acp_agent.record(
+                    "cancel.idle",
+                    Status.INCONCLUSIVE,
+                    f"the turn after a session/cancel {when} ended without a stopReason: whether the cancel "
+                    "ended it cannot be told",
+                )
+                return
             if not ok and resp.is_error:
                 # The cancel's doing only if the same prompt, uncancelled, ends normally.
                 baseline = await plain_prompt_elsewhere(acp_agent, conn)
