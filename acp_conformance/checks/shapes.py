@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["implementation_ok"]
+__all__ = ["implementation_ok", "unknown_method_answer"]
+
+METHOD_NOT_FOUND = -32601
 
 
 def implementation_ok(info: Any) -> bool:
@@ -12,3 +14,14 @@ def implementation_ok(info: Any) -> bool:
     ``version`` (``title`` optional).  Judged explicitly too so that the clause has a test of its
     own (the schema's error at the same path is charged to it as well)."""
     return isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str)
+
+
+def unknown_method_answer(is_error: bool, error: Any) -> bool | None:
+    """An answer to a request for a method the receiver cannot know (an extension name we made up),
+    against ``jsonrpc.unknown-method``: True for error -32601, False for another error (it does not
+    implement the method and says so with the wrong code), None for a result: the receiver answers
+    the name, and a catch-all extension handler is an implementation; whether an unrecognised
+    extension *should* get -32601 is ``ext.request.unknown``'s (a SHOULD), judged on the same answer."""
+    if not is_error:
+        return None
+    return isinstance(error, dict) and error.get("code") == METHOD_NOT_FOUND and type(error.get("code")) is int

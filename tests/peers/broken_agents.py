@@ -95,12 +95,14 @@ class DuplicateResponse(_Filtered):
         return msg
 
 
-class ResultForUnknownMethods(MockAgent):
+class InternalErrorForUnknownMethods(MockAgent):
     def install_handlers(self, peer: Peer) -> None:
         super().install_handlers(peer)
 
         async def anything(req: Request) -> Any:
-            return {}  # whatever the name: an extension's or one reserved for the protocol
+            # Whatever the name (an extension's or one reserved for the protocol): not implemented,
+            # said with the wrong code.
+            raise HandlerError(-32603, f"cannot handle {req.method}")
 
         peer.default_handler = anything
 
@@ -398,21 +400,17 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         why_also="it answers the fuzz campaigns' malformed requests twice too (a robustness WARN: input the spec "
         "forbids us to send)",
     ),
-    "result-for-unknown-methods": Breakage(
-        ResultForUnknownMethods,
+    "internal-error-for-unknown-methods": Breakage(
+        InternalErrorForUnknownMethods,
         "jsonrpc.unknown-method",
         also=frozenset({"ext.request.unknown", "jsonrpc.survives-invalid-input"}),
         why_also="an unknown extension request is an unknown method: -32601 is the SHOULD and the MUST; the "
         "fuzzer's made-up names without the leading underscore (reserved for the protocol: input we may not "
-        "send) get the same result {}, a robustness finding",
+        "send) get the same wrong code, a robustness finding",
     ),
-    "result-for-unknown-extensions": Breakage(
-        ResultForUnknownExtensions,
-        "ext.request.unknown",
-        status="WARN",
-        also=frozenset({"jsonrpc.unknown-method"}),
-        why_also="an unknown extension request is an unknown method: -32601 is the SHOULD and the MUST",
-    ),
+    # A result: a catch-all extension handler, which "implements" every name (jsonrpc.unknown-method
+    # NOT_APPLICABLE); an unrecognised extension should still get -32601.
+    "result-for-unknown-extensions": Breakage(ResultForUnknownExtensions, "ext.request.unknown", status="WARN"),
     "bad-error-object": Breakage(BadErrorObject, "jsonrpc.error-object"),
     "string-error-code": Breakage(
         StringErrorCode,

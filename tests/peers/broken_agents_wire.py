@@ -162,6 +162,7 @@ class CancelledRequestAsInternalError(MockAgent):
 
 _SCHEMA = "the schema rejects the same frame, under {}"
 
+
 class ConfusesIdSpaces(MockAgent):
     """Refuses a request whose id equals one of its own pending requests' ids ("id in use"):
     the mirror of broken_clients.ConfusesIdSpaces."""

@@ -152,12 +152,12 @@ class ResourceLinkWithoutName(MockClient):
         return [{"type": "text", "text": text}, {"type": "resource_link", "uri": "file:///tmp/acp-notes.txt"}]
 
 
-class ResultForUnknownRequests(MockClient):
+class InternalErrorForUnknownRequests(MockClient):
     def install_handlers(self, peer: Peer) -> None:
         super().install_handlers(peer)
 
         async def anything(req: Request) -> Any:
-            return {}
+            raise HandlerError(-32603, f"cannot handle {req.method}")  # not implemented, the wrong code
 
         peer.default_handler = anything
 
@@ -430,12 +430,12 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
         also=frozenset({"schema.valid"}),
         why_also="the schema's ResourceLink requires name too (the schema clause names no block)",
     ),
-    "result-for-unknown-requests": Breakage(
-        ResultForUnknownRequests,
+    "internal-error-for-unknown-requests": Breakage(
+        InternalErrorForUnknownRequests,
         "jsonrpc.unknown-method",
         also=frozenset({"ext.request.unknown", "jsonrpc.survives-invalid-input"}),
         why_also="an unknown extension request is an unknown method: -32601 is the SHOULD and the MUST; the "
-        "fuzzer's unknown method without a leading underscore, which we may not send, gets the same result {}: "
+        "fuzzer's unknown method without a leading underscore, which we may not send, gets the same wrong code: "
         "its robustness finding",
     ),
     "ignores-extension-requests": Breakage(

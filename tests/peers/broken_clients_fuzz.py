@@ -116,7 +116,9 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
         FuzzSilentOnParseErrors, "jsonrpc.parse-error", status="WARN", fuzz="test_fuzz_client_unparseable_lines"
     ),
     "fuzz-parse-error-for-invalid-requests": Breakage(
-        FuzzParseErrorForInvalidRequests, "jsonrpc.invalid-request", status="WARN",
+        FuzzParseErrorForInvalidRequests,
+        "jsonrpc.invalid-request",
+        status="WARN",
         fuzz="test_fuzz_client_invalid_requests",
     ),
 }

@@ -77,12 +77,15 @@ class CancelledRequestAsInternalError(MockClient):
 
 BREAKAGES: dict[str, Breakage[MockClient]] = {
     "permission-error": Breakage(
-        PermissionError32601, "perm.response.shape",
+        PermissionError32601,
+        "perm.response.shape",
         also=frozenset({"perm.auto", "perm.late-request-after-cancel"}),
         why_also="an error is neither the policy's option nor the cancelled outcome",
     ),
     "cancelled-without-cancel": Breakage(
-        CancelledWithoutCancel, "perm.response.shape", also=frozenset({"perm.auto"}),
+        CancelledWithoutCancel,
+        "perm.response.shape",
+        also=frozenset({"perm.auto"}),
         why_also="cancelled is not the option of the configured policy",
     ),
     "hardcoded-option-id": Breakage(HardcodedOptionId, "perm.response.valid-option"),
@@ -91,12 +94,16 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
         PendingNotCancelled, "perm.cancelled-on-cancel", scenario="client-cancel-pending-permission"
     ),
     "late-request-not-cancelled": Breakage(
-        LateRequestNotCancelled, "perm.late-request-after-cancel", status="WARN",
+        LateRequestNotCancelled,
+        "perm.late-request-after-cancel",
+        status="WARN",
         scenario="client-permission-after-cancel",
     ),
     "cancelled-request-as-internal-error": Breakage(CancelledRequestAsInternalError, "error.cancelled"),
     "cancel-as-request": Breakage(
-        CancelAsRequest, "cancel.is-notification", also=frozenset({"schema.valid"}),
+        CancelAsRequest,
+        "cancel.is-notification",
+        also=frozenset({"schema.valid"}),
         why_also="session/cancel is a notification in the schema",
     ),
 }

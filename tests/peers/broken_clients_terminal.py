@@ -108,7 +108,9 @@ class SplitsCharacters(_TruncatesOutputItself):
 BREAKAGES: dict[str, Breakage[MockClient]] = {
     "no-terminal-exit-code": Breakage(NoTerminalExitCode, "term.wait"),
     "negative-exit-code": Breakage(
-        NegativeExitCode, "term.exit-status.shape", also=frozenset({"schema.valid"}),
+        NegativeExitCode,
+        "term.exit-status.shape",
+        also=frozenset({"schema.valid"}),
         why_also="the schema gives exitCode a minimum of 0",
     ),
     "exit-status-while-running": Breakage(ExitStatusWhileRunning, "term.output.shape"),
@@ -116,7 +118,9 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "kill-releases": Breakage(KillReleases, "term.kill.keeps-id"),
     "release-leaves-running": Breakage(ReleaseLeavesRunning, "term.release.kills"),
     "released-id-still-works": Breakage(
-        ReleasedIdStillWorks, "term.release.invalidates", also=frozenset({"term.release.kills"}),
+        ReleasedIdStillWorks,
+        "term.release.invalidates",
+        also=frozenset({"term.release.kills"}),
         why_also="a terminal that is not really released is not killed either",
     ),
     "keeps-the-head": Breakage(KeepsTheHead, "term.output.truncate-head"),

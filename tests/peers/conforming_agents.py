@@ -40,8 +40,13 @@ class TwoToolCalls(MockAgent):
         lookup = turn.session.next_tool_call_id()
         await self.emit(
             turn,
-            {"sessionUpdate": "tool_call", "toolCallId": lookup, "title": "Look around", "kind": "read",
-             "status": "pending"},
+            {
+                "sessionUpdate": "tool_call",
+                "toolCallId": lookup,
+                "title": "Look around",
+                "kind": "read",
+                "status": "pending",
+            },
         )
         await self.emit(turn, self.tool_update(lookup, "in_progress"))
         await self.emit(turn, self.tool_update(lookup, "completed", [self.text_content("nothing to see")]))
