@@ -472,7 +472,12 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "agent-info-without-version": Breakage(AgentInfoWithoutVersion, "init.implementation.shape"),
     "broken-by-second-initialize": Breakage(BrokenBySecondInitialize, "init.once", status="INFO"),
     "constant-session-id": Breakage(ConstantSessionId, "session.new.unique-id"),
-    "inconsistent-modes": Breakage(InconsistentModes, "mode.state.shape"),
+    "inconsistent-modes": Breakage(
+        InconsistentModes,
+        "mode.state.shape",
+        also=frozenset({"mode.dual-advertise"}),
+        why_also="its currentModeId, listed nowhere, disagrees with the current value of its mode config option",
+    ),
     "invalid-session-new-result": Breakage(
         InvalidSessionNewResult,
         "schema.valid",

@@ -29,6 +29,7 @@ from acp_conformance.checks.sessions import (
     session_updates,
     update_kind,
 )
+from acp_conformance.checks.turns import STOP_REASONS
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.errors import PeerTimeout
@@ -419,10 +420,11 @@ async def test_close_cancels_the_running_turn(acp_agent: AgentHarness) -> None:
         if resp is not None and position(conn.peer.events, resp) < mark:
             inconclusive(f"the long turn ended ({describe(resp)}) before session/close was sent")
         stop = resp.result.get("stopReason") if resp is not None and isinstance(resp.result, dict) else None
-        if resp is not None and not resp.is_error and stop is None:
-            # Ended, but without the stop reason that says how: prompt.response.stop-reason's finding.
+        if resp is not None and not resp.is_error and stop not in STOP_REASONS:
+            # Ended, but without a stop reason that says how (none, or one the schema does not list:
+            # prompt.response.stop-reason's / prompt.stop-reason.enum's finding).
             inconclusive(
-                f"the running turn ended when its session was closed, but its answer names no stopReason "
+                f"the running turn ended when its session was closed, but its answer names no valid stopReason "
                 f"({describe(resp)}), so whether it was cancelled cannot be told"
             )
         acp_agent.check(
