@@ -181,6 +181,8 @@ class FrameFuzzer(ABC):
         self._live: Live | None = None
         self._cm: Any = None
         self._dirty = False
+        #: Examples run on the current connection (0: it is fresh).
+        self._used = 0
         self._broken = False
         self._deadline = 0.0
         self.failed = False
@@ -252,6 +254,7 @@ class FrameFuzzer(ABC):
         live = self._live = self.portal.call(self._prepare, conn)
         live.baseline = frozenset((e.clause_id, e.message) for e in live.conn.peer.events if isinstance(e, Violation))
         self._dirty = False
+        self._used = 0
 
     def _note(self, text: str) -> None:
         connections = getattr(self.harness, "connections", None)
@@ -290,8 +293,30 @@ class FrameFuzzer(ABC):
                 # The peer already let this method's deadline pass twice in the run: not waited out again.
                 self.skipped += 1
                 return
+            problems = self._judged(frame, judge)
+            if problems and self._used > 1:
+                # Earlier examples ran on this connection and may have changed its state (an idle
+                # session/cancel that closed the live session...): a finding counts only when the frame
+                # alone, on a fresh connection, provokes it again.
+                self.stop()
+                try:
+                    self._open()
+                except AcpError as exc:
+                    self._broken = True
+                    self._note(f"(fuzz) could not restart the {self.role} to replay a finding: {exc}")
+                    self.skipped += 1
+                    return
+                if not self._applicable(frame, self._live):
+                    return
+                again = self._judged(frame, judge)
+                if not again:
+                    self._note(
+                        f"(fuzz) {frame.describe()}: {problems[0].message}, but not when replayed alone on a fresh "
+                        f"connection: earlier examples set it up, not judged"
+                    )
+                problems = again
+            assert self._live is not None
             expect = judge(frame, self._live) if judge else frame.expect
-            problems = self._attribute(frame, self._live, self.portal.call(self._exchange, self._live, frame, expect))
             self.ran += 1
             survival = (
                 "jsonrpc.every-request-answered"
@@ -314,6 +339,13 @@ class FrameFuzzer(ABC):
         if problems:
             p = problems[0]
             raise finding_type(p.clause)(p.message, frame.describe(), evidence)
+
+    def _judged(self, frame: Frame, judge: Judge | None) -> list[Problem]:
+        """Run ``frame`` on the current connection; its problems, attributed (``_attribute``)."""
+        assert self._live is not None
+        expect = judge(frame, self._live) if judge else frame.expect
+        self._used += 1
+        return self._attribute(frame, self._live, self.portal.call(self._exchange, self._live, frame, expect))
 
     def _writes(self, frame: Frame, live: Live) -> list[bytes]:
         data = frame.data
