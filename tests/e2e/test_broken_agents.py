@@ -96,5 +96,5 @@ def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> Non
             f"{name}: expected findings {sorted(declared)}, got {sorted(findings)}\n{run.stdout[-3000:]}"
         )
         check_full_verdict(run, b.status == "FAIL" or bool(b.also & run.with_status("FAIL")))
-    left = live_processes_matching(f"{BROKEN} {name}")
+    left = live_processes_matching(f"{BROKEN} {name} ")  # the space: not a longer name
     assert not left, f"the suite left agent processes running: {left}"
