@@ -464,7 +464,13 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "answers-version-2": Breakage(AnswersVersion2, "init.version.same-if-supported"),
     "no-protocol-version": Breakage(NoProtocolVersion, "init.response.protocol-version"),
     "string-protocol-version": Breakage(StringProtocolVersion, "init.request.protocol-version-type"),
-    "capabilities-not-object": Breakage(CapabilitiesNotObject, "init.response.capabilities"),
+    "capabilities-not-object": Breakage(
+        CapabilitiesNotObject,
+        "init.response.capabilities",
+        also=frozenset({"content.gated.agent-undeclared", "session.load.unsupported"}),
+        why_also="with no capability object it advertises nothing, yet it takes the image prompt and the "
+        "session/load it still implements",
+    ),
     "non-boolean-capability": Breakage(NonBooleanCapability, "cap.agent.defaults"),
     "session-capability-not-object": Breakage(SessionCapabilityNotObject, "cap.object-presence"),
     "auth-method-without-name": Breakage(AuthMethodWithoutName, "auth.methods.advertised"),

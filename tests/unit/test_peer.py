@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 
 from acp_conformance.core.connection import Role
@@ -279,7 +280,7 @@ async def test_drain_waits_for_frames_already_handed_to_the_writer() -> None:
             assert len(client.notifications("_x/n")) == 20
 
 
-async def _wait_on_a_prompt(stream: bool) -> tuple[Peer, BaseException]:
+async def _wait_on_a_prompt(stream: bool, batched: bool = False) -> tuple[Peer, BaseException]:
     """The agent takes our prompt and never answers it; ``stream``: meanwhile it streams turn
     output naming another session.  Returns our side and what waiting for our session's first
     update (the prompt awaited) raised."""
@@ -287,9 +288,12 @@ async def _wait_on_a_prompt(stream: bool) -> tuple[Peer, BaseException]:
         held = anyio.Event()
 
         async def prompt(req: Request) -> Any:
+            chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
             if stream:
-                chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
                 await agent.notify("session/update", {"sessionId": "sess-other", "update": chunk}, validate=False)
+            if batched:  # the right session, but in a batch line: no message we can take, still work
+                note = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SID, "update": chunk}}
+                await agent.send_raw(orjson.dumps([note]) + b"\n")
             held.set()
             await anyio.sleep_forever()
 
@@ -315,3 +319,9 @@ async def test_a_prompt_that_streams_is_not_judged_unanswered_when_its_output_na
 async def test_a_silent_prompt_past_its_deadline_is_judged_unanswered() -> None:
     client, _ = await _wait_on_a_prompt(stream=False)
     assert [v.clause_id for v in client.violations()] == ["jsonrpc.every-request-answered"]
+
+
+async def test_a_prompt_streaming_in_batch_lines_is_not_judged_unanswered() -> None:
+    client, exc = await _wait_on_a_prompt(stream=False, batched=True)
+    assert "still being worked on" in str(exc) and "batch" in str(exc)
+    assert "jsonrpc.every-request-answered" not in [v.clause_id for v in client.violations()]
