@@ -373,7 +373,8 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         "transport.stdio.one-message-per-line",
         also=frozenset({"session.load.replay-all", "tool.report", "prompt.tool-in-progress"}),
         why_also="its session/update notifications come in batch lines, which are no messages: the replayed "
-        "history and the tool call announcements are not seen (an over-attribution left open: see CHANGELOG)",
+        "history and the tool call announcements are not seen (an over-attribution left open: the update-based "
+        "checks do not look inside a batch)",
     ),
     "partial-line-at-exit": Breakage(PartialLineAtExit, "transport.stdio.newline-delimited"),
     "never-exits": Breakage(NeverExits, "transport.stdio.exit-on-stdin-close", status="INFO"),
