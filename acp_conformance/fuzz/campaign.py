@@ -275,16 +275,8 @@ class FrameFuzzer(ABC):
             if self._broken:
                 self.skipped += 1
                 return
-            if self._live is None or self._dirty:
-                self.stop()
-                try:
-                    self._open()
-                except AcpError as exc:
-                    # Could not restart the peer: keep what was found, try nothing more.
-                    self._broken = True
-                    self._note(f"(fuzz) could not restart the {self.role}: {exc}")
-                    self.skipped += 1
-                    return
+            if (self._live is None or self._dirty) and not self._restart(""):
+                return
             assert self._live is not None
             if not self._applicable(frame, self._live):
                 return
@@ -298,14 +290,9 @@ class FrameFuzzer(ABC):
                 # Earlier examples ran on this connection and may have changed its state (an idle
                 # session/cancel that closed the live session...): a finding counts only when the frame
                 # alone, on a fresh connection, provokes it again.
-                self.stop()
-                try:
-                    self._open()
-                except AcpError as exc:
-                    self._broken = True
-                    self._note(f"(fuzz) could not restart the {self.role} to replay a finding: {exc}")
-                    self.skipped += 1
+                if not self._restart(" to replay a finding"):
                     return
+                assert self._live is not None
                 if not self._applicable(frame, self._live):
                     return
                 again = self._judged(frame, judge)
@@ -339,6 +326,19 @@ class FrameFuzzer(ABC):
         if problems:
             p = problems[0]
             raise finding_type(p.clause)(p.message, frame.describe(), evidence)
+
+    def _restart(self, why: str) -> bool:
+        """A fresh connection; False when the peer cannot be restarted (what was found is kept,
+        nothing more is tried, the example counts as not run)."""
+        self.stop()
+        try:
+            self._open()
+        except AcpError as exc:
+            self._broken = True
+            self._note(f"(fuzz) could not restart the {self.role}{why}: {exc}")
+            self.skipped += 1
+            return False
+        return True
 
     def _judged(self, frame: Frame, judge: Judge | None) -> list[Problem]:
         """Run ``frame`` on the current connection; its problems, attributed (``_attribute``)."""
