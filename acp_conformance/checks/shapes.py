@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["implementation_ok", "unknown_method_answer"]
+from acp_conformance.core.jsonrpc import ErrorCode
 
-METHOD_NOT_FOUND = -32601
+__all__ = ["implementation_ok", "unknown_method_answer"]
 
 
 def implementation_ok(info: Any) -> bool:
@@ -24,4 +24,5 @@ def unknown_method_answer(is_error: bool, error: Any) -> bool | None:
     extension *should* get -32601 is ``ext.request.unknown``'s (a SHOULD), judged on the same answer."""
     if not is_error:
         return None
-    return isinstance(error, dict) and error.get("code") == METHOD_NOT_FOUND and type(error.get("code")) is int
+    code = error.get("code") if isinstance(error, dict) else None
+    return type(code) is int and code == ErrorCode.METHOD_NOT_FOUND
