@@ -61,6 +61,7 @@ from acp_conformance.results import Status, breach_status
 from acp_conformance.transcript import Transcript
 
 __all__ = [
+    "AGENT_PROBE",
     "ENV_DATABASE",
     "ENV_EXAMPLES",
     "ENV_REPLAY",
@@ -136,6 +137,12 @@ def live_connection(
 
 
 # -------------------------------------------------------------- the fuzzer
+#: The agent's liveness probe and round-trip barrier: an extension request (extensibility.mdx: custom
+#: methods start with ``_``; every other name is reserved for the protocol, so a made-up name without
+#: it is input we may not send). Any answer will do, an error included; silence is what counts.
+AGENT_PROBE = "_acp_conformance/fuzz_probe"
+
+
 @dataclass
 class Live:
     """Live values standing in for the placeholders of one connection."""

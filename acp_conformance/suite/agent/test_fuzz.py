@@ -34,8 +34,9 @@ from hypothesis.strategies import SearchStrategy
 
 from acp_conformance import strategies as acp
 from acp_conformance.checks.gating import gated_use
-from acp_conformance.errors import PeerError
+from acp_conformance.errors import PeerError, PeerTimeout
 from acp_conformance.fuzz.campaign import (
+    AGENT_PROBE,
     DEAD_SESSION,
     LIVE_CWD,
     LIVE_MODE,
@@ -47,9 +48,6 @@ from acp_conformance.fuzz.campaign import (
 )
 from acp_conformance.fuzz.campaign import run_campaign as _run_campaign
 from acp_conformance.harness import AgentHarness, Connection
-
-#: A method no agent implements: the probe that proves the agent still answers.
-PROBE = "session/acp_conformance_fuzz_probe"
 
 
 class AgentFrameFuzzer(FrameFuzzer):
@@ -82,7 +80,18 @@ class AgentFrameFuzzer(FrameFuzzer):
             raise PeerError(f"session/new gave no sessionId ({result!r}); cannot aim frames at a live session")
         modes = result.get("modes") if isinstance(result, dict) else None
         mode_ids = [m.get("id") for m in (modes or {}).get("availableModes", []) if isinstance(m, dict)]
-        live = Live(conn, probe=(PROBE, {}, False))
+        # The probe, before any fuzzing: an agent that does not answer even this extension request
+        # (ext.request.respond, judged by its own tests) cannot show that it survived a frame.
+        rid = await peer.send_request(AGENT_PROBE, {}, validate=False)
+        try:
+            await peer.wait_response(rid, method=AGENT_PROBE, flag=False)
+        except PeerTimeout as exc:
+            peer.conn.forget_outgoing(rid)
+            raise PeerError(
+                f"the agent did not answer the extension request {AGENT_PROBE} on a fresh connection "
+                f"({exc.message}); without that probe the campaign cannot tell whether it survived a frame"
+            ) from None
+        live = Live(conn, probe=(AGENT_PROBE, {}, False))
         live.values = {
             orjson.dumps(LIVE_SESSION): orjson.dumps(sid),
             orjson.dumps(LIVE_CWD): orjson.dumps(root),
