@@ -325,3 +325,46 @@ async def test_a_prompt_streaming_in_batch_lines_is_not_judged_unanswered() -> N
     client, exc = await _wait_on_a_prompt(stream=False, batched=True)
     assert "still being worked on" in str(exc) and "batch" in str(exc)
     assert "jsonrpc.every-request-answered" not in [v.clause_id for v in client.violations()]
+
+
+async def _wait_for_an_answer(stream_while_waiting: bool) -> tuple[Peer, BaseException]:
+    """The agent streams turn output for our prompt and never answers it.  ``stream_while_waiting``:
+    it goes on streaming while we wait for the answer (a turn that ignores a cancel); otherwise it
+    streamed only before our wait began, then fell silent (a dropped request)."""
+    async with connected(timeout=0.5) as (client, agent, _):
+        streamed = anyio.Event()
+        waiting = anyio.Event()
+        chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}
+
+        async def stream() -> None:
+            await agent.notify("session/update", {"sessionId": SID, "update": chunk}, validate=False)
+            streamed.set()
+            if stream_while_waiting:
+                await waiting.wait()
+                await agent.notify("session/update", {"sessionId": SID, "update": chunk}, validate=False)
+
+        async def prompt(req: Request) -> Any:
+            agent.start_soon(stream)
+            await anyio.sleep_forever()
+
+        agent.handlers["session/prompt"] = prompt
+        rid = await client.send_request("session/prompt", {"sessionId": SID, "prompt": []}, validate=False)
+        await client.wait_for(lambda e: isinstance(e, Notification))  # the first chunk is in
+        assert streamed.is_set()
+        waiting.set()
+        with pytest.raises(PeerTimeout) as info:
+            await client.wait_response(rid, method="session/prompt")
+        return client, info.value
+
+
+async def test_an_answer_awaited_while_the_turn_streams_on_is_not_judged_missing() -> None:
+    client, exc = await _wait_for_an_answer(stream_while_waiting=True)
+    assert "still being worked on" in str(exc)
+    assert "jsonrpc.every-request-answered" not in [v.clause_id for v in client.violations()]
+
+
+async def test_an_answer_awaited_from_a_peer_gone_silent_is_judged_missing() -> None:
+    # Output before the wait began shows nothing about the wait: the silence during it is judged.
+    client, exc = await _wait_for_an_answer(stream_while_waiting=False)
+    assert "still being worked on" not in str(exc)
+    assert [v.clause_id for v in client.violations()] == ["jsonrpc.every-request-answered"]
