@@ -34,6 +34,16 @@ class SuiteRun:
         return [t["message"] for t in clause["tests"] if status is None or t["status"] == status]
 
 
+#: ``python -c WITH_US -m pytest ...``: the inner run gets SIGTERM from the kernel when the process
+#: that started it dies (``PR_SET_PDEATHSIG`` survives exec), which a run with ``--acp-*`` options
+#: takes as Ctrl-C: it tears its peer down and stops.  Without it, an outer run ended by a CI time
+#: limit or a SIGKILL left its inner runs, and their peers, running for minutes.
+WITH_US = (
+    "import os, signal, sys; from acp_conformance._proctree import die_with_parent; "
+    "die_with_parent(signal.SIGTERM); os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
+
+
 def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240, role: str = "agent") -> SuiteRun:
     """``pytest --acp-agent=AGENT`` (``role="client"``: ``--acp-client``) in a fresh directory,
     the way a user runs it."""
@@ -42,7 +52,7 @@ def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240, role: st
     env.pop("PYTEST_XDIST_WORKER", None)
     env.pop("PYTEST_ADDOPTS", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--acp-{role}={agent}",
+        [sys.executable, "-c", WITH_US, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--acp-{role}={agent}",
          f"--acp-report-json={report}", *extra],
         cwd=tmp,
         env=env,

@@ -287,3 +287,24 @@ def test_sigkill_to_a_project_using_the_drive_fixture_leaves_nothing(
     wait_until(lambda: agent_up(run), STARTUP, "the agent came up")
     run.proc.kill()
     assert_nothing_left(run, KILL_BOUND, "the client and agent of a killed pytest using acp_drive_agent")
+
+
+def test_sigkill_to_a_proof_takes_its_inner_run_along(start: Callable[..., Started], tmp_path: Path) -> None:
+    # What every proof in tests/e2e does: run_suite runs the whole suite in a subprocess. Killed (a CI
+    # time limit, an OOM killer), the proof must not leave that run and its agent going on: here the
+    # inner run waits 120 s for a silent agent's first answer, printing nothing that would fail on
+    # its dead reader first.
+    inner = tmp_path / "inner"
+    inner.mkdir()
+    code = (
+        "import sys; from pathlib import Path; from tests.e2e._suite_run import run_suite; "
+        "run_suite(sys.argv[1], Path(sys.argv[2]), '--acp-startup-timeout=120', timeout=300)"
+    )
+    run = start([PY, "-c", code, f"{PY} {HOSTILE} silent", str(inner)], peer_env_option=None)
+    wait_until(
+        lambda: any(p.cmd.startswith(f"{PY} {HOSTILE} silent") for p in run.peers()),
+        STARTUP,
+        "the inner run's agent came up",
+    )
+    run.proc.kill()
+    assert_nothing_left(run, STOP_BOUND, "the inner suite run of a killed proof, and its agent")
