@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from acp_conformance.scenario.engine import Engine, run_scenario
-    from acp_conformance.scenario.loader import library_dir, load_scenario, load_text
+    from acp_conformance.scenario.library_index import library_dir
+    from acp_conformance.scenario.loader import load_scenario, load_text
     from acp_conformance.scenario.model import Scenario
     from acp_conformance.scenario.result import Outcome, ScenarioResult, Settings
     from acp_conformance.scenario.runner import play_against, run_against_agent, run_scenario_file
@@ -48,7 +49,7 @@ _WHERE = {
     "ScenarioResult": "result",
     "Settings": "result",
     "run_scenario": "engine",
-    "library_dir": "loader",
+    "library_dir": "library_index",
     "load_scenario": "loader",
     "load_text": "loader",
     "Scenario": "model",

@@ -103,7 +103,8 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     import os
 
     from acp_conformance.scenario.convert import dump_scenario, transcript_to_scenario
-    from acp_conformance.scenario.loader import library_dir, load_text
+    from acp_conformance.scenario.library_index import library_dir
+    from acp_conformance.scenario.loader import load_text
     from acp_conformance.transcript import Transcript
 
     transcript = _read_transcript(args.transcript)

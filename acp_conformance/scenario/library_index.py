@@ -8,6 +8,7 @@ a third of a pytest start.  The answer depends only on the packaged library, so 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +19,7 @@ from acp_conformance._cache import cached
 if TYPE_CHECKING:
     from acp_conformance.scenario.model import Scenario
 
-__all__ = ["Entry", "library_entries"]
+__all__ = ["Entry", "library_dir", "library_entries"]
 
 
 @dataclass(frozen=True)
@@ -32,11 +33,20 @@ class Entry:
     clauses: tuple[str, ...]
 
 
+def library_dir() -> Path:
+    """The scenario library: ``$ACP_SCENARIOS_DIR``, else the one shipped inside the package
+    (``acp_conformance/scenario/library``, package data in a wheel; the checkout's top-level
+    ``scenarios/`` is a symlink to it).  Here, not in the loader: finding the folder must not
+    import the scenario models (pydantic), which a cached index exists to avoid."""
+    env = os.environ.get("ACP_SCENARIOS_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent / "library"
+
+
 def library_entries(kind: str, check: Callable[[Scenario], None] | None = None) -> list[Entry]:
     """The files of ``scenarios/<kind>/``; ``check`` vets each one when they are read (an invalid
     file, or one the suite cannot play, raises then: a collection error naming file and line)."""
-    from acp_conformance.scenario.loader import library_dir
-
     folder = library_dir() / kind
     packaged = Path(__file__).resolve().parent / "library"
 

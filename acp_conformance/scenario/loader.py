@@ -51,7 +51,7 @@ from acp_conformance.scenario.model import (
     step_kind,
 )
 
-__all__ = ["BUILTINS", "default_seed", "library_dir", "load_scenario", "load_text", "parse_yaml"]
+__all__ = ["BUILTINS", "default_seed", "load_scenario", "load_text", "parse_yaml"]
 
 #: Names every scenario may use in templates without defining them.
 BUILTINS = ("sandbox", "seed", "scenario", "prompt", "tool_prompt", "long_prompt", "elicit_prompt", "fake")
@@ -293,16 +293,6 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{p}: cannot read: {exc}") from None
     return load_text(text, str(p))
-
-
-def library_dir() -> Path:
-    """The scenario library: ``$ACP_SCENARIOS_DIR``, else the one shipped inside the package
-    (``acp_conformance/scenario/library``, package data in a wheel; the checkout's top-level
-    ``scenarios/`` is a symlink to it)."""
-    env = os.environ.get("ACP_SCENARIOS_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parent / "library"
 
 
 @cache

@@ -195,7 +195,8 @@ def test_reference_client_passes_the_scenario_library_with_prompts_on_stdin(tmp_
     """Every file of scenarios/client/ is a PASS for the reference client once its profile can prompt twice
     (the bundled mock-client profile passes one prompt per run, which makes the duplicate-response file
     NOT_APPLICABLE in the run above)."""
-    from acp_conformance.scenario.loader import library_dir, load_scenario
+    from acp_conformance.scenario.library_index import library_dir
+    from acp_conformance.scenario.loader import load_scenario
 
     run = run_client_suite(
         f"{PY} -m mock_client {STDIN_ARGS}", tmp_path, "-k", "test_scenarios", profile=str(stdin_profile(tmp_path))

@@ -48,8 +48,8 @@ def test_a_run_selected_by_clause_skips_the_fuzz_modules(tmp_path: Path) -> None
 
 
 def test_the_cached_library_index_is_what_the_files_say() -> None:
-    from acp_conformance.scenario.library_index import library_entries
-    from acp_conformance.scenario.loader import library_dir, load_scenario
+    from acp_conformance.scenario.library_index import library_dir, library_entries
+    from acp_conformance.scenario.loader import load_scenario
 
     for kind in ("agent", "client"):
         entries = library_entries(kind)

@@ -8,7 +8,8 @@ import pytest
 
 from acp_conformance.scenario.convert import dump_scenario, transcript_to_scenario
 from acp_conformance.scenario.engine import Settings
-from acp_conformance.scenario.loader import library_dir, load_scenario, load_text
+from acp_conformance.scenario.library_index import library_dir
+from acp_conformance.scenario.loader import load_scenario, load_text
 from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transcript import Transcript
 from mock_agent.scenario_agent import run_pair

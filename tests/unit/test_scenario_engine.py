@@ -9,7 +9,8 @@ import pytest
 
 from acp_conformance.results import Status
 from acp_conformance.scenario.engine import ScenarioResult, Settings
-from acp_conformance.scenario.loader import library_dir, load_scenario, load_text
+from acp_conformance.scenario.library_index import library_dir
+from acp_conformance.scenario.loader import load_scenario, load_text
 from acp_conformance.schema.validator import SchemaValidator
 from mock_agent import MockAgent, Turn
 from mock_agent.scenario_agent import run_pair

@@ -9,7 +9,8 @@ import jsonschema
 import pytest
 
 from acp_conformance.errors import ScenarioError
-from acp_conformance.scenario.loader import library_dir, load_scenario, load_text, parse_yaml
+from acp_conformance.scenario.library_index import library_dir
+from acp_conformance.scenario.loader import load_scenario, load_text, parse_yaml
 from acp_conformance.scenario.schema_export import schema_text
 
 LIBRARY = library_dir()
