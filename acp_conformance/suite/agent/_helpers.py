@@ -56,6 +56,7 @@ __all__ = [
     "start_long_turn",
     "turn_sign",
     "update_for",
+    "wait_cancelled_turn",
     "wait_prompt_response",
 ]
 
@@ -241,6 +242,18 @@ async def round_trip(conn: Connection, *, also: Callable[[Event], bool] | None =
         return (isinstance(e, Response) and e.method == PING and same_id(e.id, rid)) or (also is not None and also(e))
 
     return await conn.peer.wait_for(done, start=mark, what=f"an answer to our {PING} request")
+
+
+async def wait_cancelled_turn(conn: Connection, rid: Any, start: int) -> Response | None:
+    """The answer to a turn we cancelled (or whose session we closed), or None if none came in time.
+
+    Its silence flags nothing: the spec sets no deadline, and an agent that ignores the cancel and
+    goes on with a slow model call cannot be told from one that dropped the prompt.  How soon a
+    cancelled turn ends is ``cancel.stop-asap``'s (a SHOULD), its stop reason the cancel clauses'
+    (judged when it comes); charging ``jsonrpc.every-request-answered`` too would count one defect
+    twice, and its deadline miss would stop later tests from prompting at all (``DeadlineMemory``),
+    so what they find would depend on test order."""
+    return await wait_prompt_response(conn, rid, start, flag=False)
 
 
 async def wait_prompt_response(

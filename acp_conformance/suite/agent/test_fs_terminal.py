@@ -22,7 +22,7 @@ from acp_conformance.suite.agent._helpers import (
     no_tool_reason,
     record,
     round_trip,
-    wait_prompt_response,
+    wait_cancelled_turn,
 )
 
 pytestmark = pytest.mark.anyio
@@ -106,7 +106,7 @@ async def test_terminal_released_after_cancel(acp_agent: AgentHarness) -> None:
             not_applicable(no_tool_reason(conn.peer.events, sid, start, what=what))
         mark = len(conn.peer.events)
         await conn.client.cancel(sid)
-        if await wait_prompt_response(conn, rid, mark) is None:
+        if await wait_cancelled_turn(conn, rid, mark) is None:
             inconclusive(f"the cancelled turn was still unanswered {conn.peer.timeout:g} s after session/cancel")
         await round_trip(conn)  # a release right after the answer counts
         judge_unreleased(acp_agent, conn, "although the turn was cancelled")
