@@ -437,6 +437,18 @@ class ClientEndpoint:
                 if call.session_id == session_id and call.outcome is None:
                     await self.answer_permission(call, {"outcome": "cancelled"})
 
+    async def send_close(self, session_id: str) -> Any:
+        """Send ``session/close`` (its id is returned, not awaited): the agent cancels the session's
+        work "as if session/cancel had been called" (session-setup.mdx), so a conforming client
+        answers its pending permission requests with ``cancelled`` as it would after a cancel; an
+        agent may wait for those answers before it answers the close."""
+        self.mark_cancelled(session_id)
+        rid = await self.peer.send_request("session/close", {"sessionId": session_id})
+        for call in self.permission_calls:
+            if call.session_id == session_id and call.outcome is None:
+                await self.answer_permission(call, {"outcome": "cancelled"})
+        return rid
+
     # ------------------------------------------------------------ permission
     async def wait_permission(self, timeout: float | None = None, index: int = 0) -> PermissionCall:
         """Wait for the ``index``-th permission request of this connection."""

@@ -400,7 +400,11 @@ class AgentSessions(RuleBasedStateMachine):
             turn.cancelled = True
         self.steps.append(f"close({sid!r})")
         sent_at = len(self.peer.events)
-        self.request("session/close", {"sessionId": sid})
+        assert self.conn is not None
+        # Our held permission requests of the session are answered cancelled, as after a cancel:
+        # an agent blocked on them may finish the close only then (we would be holding it).
+        rid = self.call(self.conn.client.send_close, sid)
+        self.wait(rid, "session/close")
         self.closed.add(sid)
         if turn is not None:
             self._judge_cancelled(turn, held, "session.close.cancels-work", "session/close left a", sent_at)

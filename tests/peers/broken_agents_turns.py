@@ -410,13 +410,18 @@ class RejectsAnnotations(MockAgent):
 
 
 class TalksAfterCrossingCancel(MockAgent):
-    """A session/cancel for a session whose turn has just ended makes it say something more."""
+    """A session/cancel for a session whose turn has just ended makes it say something more.
+
+    Only a cancel that crossed an answer already sent: not one read behind a prompt whose handler
+    has not started yet (that prompt ends ``cancelled``, and talking after *that* answer would also
+    break cancel.updates-before-response, depending on when the cancel was read)."""
 
     def on_cancel(self, params: Json) -> None:
         super().on_cancel(params)
         sid = params.get("sessionId")
         session = self.sessions.get(sid) if isinstance(sid, str) else None
-        if session is not None and session.turn is None and session.history:
+        queued = any(method == "session/prompt" for _, method in self.peer.conn.pending_incoming)
+        if session is not None and session.turn is None and session.history and not queued:
             update = self.message_chunk("agent_message_chunk", "(stopping)", None)
             self.peer.start_soon(self.send_update, session.id, update)
 
