@@ -7,7 +7,7 @@ Merged into ``BREAKAGES`` by ``broken_agents.py`` (run them through it).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 
@@ -160,8 +160,20 @@ class ErrorOnCancel(MockAgent):
 
 
 class LateUpdateAfterCancel(MockAgent):
+    """One more chunk right behind every turn it answered ``cancelled`` (whether our session/cancel or a
+    cancelled permission outcome ended it: which one comes first is a race the suite does not decide)."""
+
+    answered_cancelled: ClassVar[set[int]] = set()  # id() of the turns answered cancelled
+
+    def stop_reason(self, turn: Turn, proposed: str) -> str:
+        reason = super().stop_reason(turn, proposed)
+        if reason == "cancelled":
+            self.answered_cancelled.add(id(turn))
+        return reason
+
     async def after_prompt_response(self, turn: Turn) -> None:
-        if turn.cancelled and turn.reason == "session/cancel":
+        if id(turn) in self.answered_cancelled:
+            self.answered_cancelled.discard(id(turn))
             await self.send_update(turn.session_id, self.message_chunk("agent_message_chunk", "(aborted)", None))
 
 
@@ -502,7 +514,14 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         why_also="a turn cancelled while its permission request is pending is a cancelled turn too",
     ),
     "error-on-cancel": Breakage(ErrorOnCancel, "cancel.no-error"),
-    "late-update-after-cancel": Breakage(LateUpdateAfterCancel, "cancel.updates-before-response"),
+    "late-update-after-cancel": Breakage(
+        LateUpdateAfterCancel,
+        "cancel.updates-before-response",
+        also=frozenset({"prompt.updates.before-response"}),
+        why_also="the permission-after-cancel scenario judges output after the answer on the SHOULD: when the "
+        "permission request beats our cancel, the agent may end the turn on its cancelled outcome before "
+        "reading the cancel, so the MUST is not provable there",
+    ),
     "ignores-cancel": Breakage(
         IgnoresCancel,
         "cancel.stop-asap",
