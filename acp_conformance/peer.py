@@ -518,7 +518,6 @@ class Peer:
         key = jsonrpc.id_key(rid)
         limit = self.timeout if timeout is None else timeout
         self._leave_slot()
-        start = len(self.events)
         with anyio.move_on_after(limit):
             while True:
                 resp = self._responses.get(key)
@@ -540,17 +539,6 @@ class Peer:
                 await awaited.wait()
         msg = f"no response to {method} (id {rid!r}) within {limit:g} s{self._stall()}"
         self.note_unterminated()
-        working = self._working_since(start)
-        if working:
-            # The spec sets no deadline on an answer: a peer streaming turn output while we waited (a
-            # turn that ignores a cancel, a long one; for any session) is busy, and silence under our
-            # deadline proves no request dropped: neither a violation nor a miss for the run's memory
-            # (the same rule as ``wait_for``'s).
-            raise PeerTimeout(
-                f"{msg}, though the peer kept streaming turn output ({working}): still being worked on, "
-                "not judged unanswered",
-                self.stderr_tail(),
-            )
         if flag:
             self._missed(method, msg, limit)
         raise PeerTimeout(msg, self.stderr_tail())
