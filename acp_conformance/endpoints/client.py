@@ -433,9 +433,7 @@ class ClientEndpoint:
         self.mark_cancelled(session_id)
         await self.peer.notify("session/cancel", {"sessionId": session_id})
         if answer_pending:
-            for call in self.permission_calls:
-                if call.session_id == session_id and call.outcome is None:
-                    await self.answer_permission(call, {"outcome": "cancelled"})
+            await self._cancel_pending_permissions(session_id)
 
     async def send_close(self, session_id: str) -> Any:
         """Send ``session/close`` (its id is returned, not awaited): the agent cancels the session's
@@ -444,10 +442,14 @@ class ClientEndpoint:
         agent may wait for those answers before it answers the close."""
         self.mark_cancelled(session_id)
         rid = await self.peer.send_request("session/close", {"sessionId": session_id})
+        await self._cancel_pending_permissions(session_id)
+        return rid
+
+    async def _cancel_pending_permissions(self, session_id: str) -> None:
+        """Answer every unanswered permission request of the session ``cancelled``."""
         for call in self.permission_calls:
             if call.session_id == session_id and call.outcome is None:
                 await self.answer_permission(call, {"outcome": "cancelled"})
-        return rid
 
     # ------------------------------------------------------------ permission
     async def wait_permission(self, timeout: float | None = None, index: int = 0) -> PermissionCall:

@@ -78,6 +78,7 @@ __all__ = [
     "finding_type",
     "hypothesis_settings",
     "live_connection",
+    "probe_unanswered",
     "record_findings",
     "replay_blobs",
     "run_campaign",
@@ -141,6 +142,19 @@ def live_connection(
 #: methods start with ``_``; every other name is reserved for the protocol, so a made-up name without
 #: it is input we may not send). Any answer will do, an error included; silence is what counts.
 AGENT_PROBE = "_acp_conformance/fuzz_probe"
+
+
+async def probe_unanswered(peer: Peer) -> str | None:
+    """Send ``AGENT_PROBE`` and wait for its answer without flagging the silence (its clause is
+    ``ext.request.respond``, judged by its own test): None once answered, else why not (the request
+    is forgotten, so teardown does not wait for it again)."""
+    rid = await peer.send_request(AGENT_PROBE, {}, validate=False)
+    try:
+        await peer.wait_response(rid, method=AGENT_PROBE, flag=False)
+    except PeerTimeout as exc:
+        peer.conn.forget_outgoing(rid)
+        return exc.message
+    return None
 
 
 @dataclass

@@ -51,7 +51,7 @@ from acp_conformance.core.vocabulary import TURN_OUTPUT
 from acp_conformance.errors import AcpError, ConformanceFailure, PeerError, PeerExited, PeerTimeout
 from acp_conformance.fuzz._budget import FuzzBudget
 from acp_conformance.fuzz._findings import Finding, finding_type
-from acp_conformance.fuzz.campaign import AGENT_PROBE, live_connection
+from acp_conformance.fuzz.campaign import live_connection, probe_unanswered
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.peer import Peer
 
@@ -176,7 +176,7 @@ class AgentSessions(RuleBasedStateMachine):
         ``cancel.stop-asap``'s (judged by the cancel tests), not a request left unanswered (the
         spec sets no deadline); the turn is left to run and ``_settle`` does not count it."""
         try:
-            resp: Response = self.call(self._wait_quietly, turn.rid)
+            resp: Response = self.call(self._wait, turn.rid, "session/prompt", False)
             return resp
         except PeerTimeout as exc:
             turn.left_running = True
@@ -188,13 +188,8 @@ class AgentSessions(RuleBasedStateMachine):
             )
             return None
 
-    async def _wait_quietly(self, rid: Any) -> Response:
-        return await self.peer.wait_response(
-            rid, method="session/prompt", timeout=self.ctx.acp.config.timeout, flag=False
-        )
-
-    async def _wait(self, rid: Any, what: str) -> Response:
-        return await self.peer.wait_response(rid, method=what, timeout=self.ctx.acp.config.timeout)
+    async def _wait(self, rid: Any, what: str, flag: bool = True) -> Response:
+        return await self.peer.wait_response(rid, method=what, timeout=self.ctx.acp.config.timeout, flag=flag)
 
     def request(self, method: str, params: dict[str, Any]) -> Response | None:
         rid = self.call(self._send, method, params)
@@ -545,17 +540,15 @@ class AgentSessions(RuleBasedStateMachine):
         if self.ctx.no_flush:
             return
         try:
-            rid = await self.peer.send_request(AGENT_PROBE, {}, validate=False)
-            await self.peer.wait_response(rid, method=AGENT_PROBE, flag=False)
-        except PeerTimeout as exc:
+            silent = await probe_unanswered(self.peer)
+        except PeerError:
+            return
+        if silent is not None:
             self.ctx.no_flush = True
-            self.peer.conn.forget_outgoing(rid)
             self.peer.transcript.note(
-                f"(stateful) {exc.message}: the agent does not answer extension requests, so later runs judge "
+                f"(stateful) {silent}: the agent does not answer extension requests, so later runs judge "
                 "without this last round trip"
             )
-        except PeerError:
-            pass
 
 
 def machine_for(ctx: StatefulContext) -> type[AgentSessions]:

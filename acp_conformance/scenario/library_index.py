@@ -33,6 +33,10 @@ class Entry:
     clauses: tuple[str, ...]
 
 
+#: The library shipped inside the package.
+PACKAGED = Path(__file__).resolve().parent / "library"
+
+
 def library_dir() -> Path:
     """The scenario library: ``$ACP_SCENARIOS_DIR``, else the one shipped inside the package
     (``acp_conformance/scenario/library``, package data in a wheel; the checkout's top-level
@@ -41,14 +45,13 @@ def library_dir() -> Path:
     env = os.environ.get("ACP_SCENARIOS_DIR")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent / "library"
+    return PACKAGED
 
 
 def library_entries(kind: str, check: Callable[[Scenario], None] | None = None) -> list[Entry]:
     """The files of ``scenarios/<kind>/``; ``check`` vets each one when they are read (an invalid
     file, or one the suite cannot play, raises then: a collection error naming file and line)."""
     folder = library_dir() / kind
-    packaged = Path(__file__).resolve().parent / "library"
 
     def read() -> list[dict[str, Any]]:
         from acp_conformance.scenario.loader import load_scenario
@@ -74,7 +77,7 @@ def library_entries(kind: str, check: Callable[[Scenario], None] | None = None) 
             raise ValueError("not a list")
         return data
 
-    rows = cached("scenarios", kind, read, load=load) if folder.resolve() == (packaged / kind).resolve() else read()
+    rows = cached("scenarios", kind, read, load=load) if folder.resolve() == (PACKAGED / kind).resolve() else read()
     return [
         Entry(folder / r["file"], str(r["scenario"]), str(r["plays"]), tuple(r["tags"]), tuple(r["clauses"]))
         for r in rows

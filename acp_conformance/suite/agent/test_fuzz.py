@@ -34,7 +34,7 @@ from hypothesis.strategies import SearchStrategy
 
 from acp_conformance import strategies as acp
 from acp_conformance.checks.gating import gated_use
-from acp_conformance.errors import PeerError, PeerTimeout
+from acp_conformance.errors import PeerError
 from acp_conformance.fuzz.campaign import (
     AGENT_PROBE,
     DEAD_SESSION,
@@ -45,6 +45,7 @@ from acp_conformance.fuzz.campaign import (
     FuzzBudget,
     Live,
     live_connection,
+    probe_unanswered,
 )
 from acp_conformance.fuzz.campaign import run_campaign as _run_campaign
 from acp_conformance.harness import AgentHarness, Connection
@@ -82,15 +83,12 @@ class AgentFrameFuzzer(FrameFuzzer):
         mode_ids = [m.get("id") for m in (modes or {}).get("availableModes", []) if isinstance(m, dict)]
         # The probe, before any fuzzing: an agent that does not answer even this extension request
         # (ext.request.respond, judged by its own tests) cannot show that it survived a frame.
-        rid = await peer.send_request(AGENT_PROBE, {}, validate=False)
-        try:
-            await peer.wait_response(rid, method=AGENT_PROBE, flag=False)
-        except PeerTimeout as exc:
-            peer.conn.forget_outgoing(rid)
+        silent = await probe_unanswered(peer)
+        if silent is not None:
             raise PeerError(
                 f"the agent did not answer the extension request {AGENT_PROBE} on a fresh connection "
-                f"({exc.message}); without that probe the campaign cannot tell whether it survived a frame"
-            ) from None
+                f"({silent}); without that probe the campaign cannot tell whether it survived a frame"
+            )
         live = Live(conn, probe=(AGENT_PROBE, {}, False))
         live.values = {
             orjson.dumps(LIVE_SESSION): orjson.dumps(sid),
