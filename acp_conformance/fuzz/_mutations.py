@@ -530,7 +530,14 @@ def _m_huge_array(draw: DrawFn, ctx: _MutationContext) -> Frame:
         sub: Any = p
         for part in path:
             sub = sub[part]
-        new, where = _set(p, path, (sub * (n // len(sub) + 1))[:n]), _path(path)
+        # Many items, not many bytes: the array is filled with its smallest item and the count is
+        # capped so the frame stays within a few huge_bytes (an array of long paths repeated 65,000
+        # times made a 200 MB frame that no peer, and no CI deadline, could be asked to take).
+        item = min(sub, key=lambda v: len(json.dumps(v)))
+        n = min(n, max(len(sub) + 1, 4 * ctx.huge_bytes // (len(json.dumps(item)) + 1)))
+        items = [*sub, *([item] * (n - len(sub)))]
+        n = len(items)
+        new, where = _set(p, path, items), _path(path)
     else:
         new, where = {**p, "_meta": {"items": list(range(n))}}, "params._meta.items"
     m = {**msg, "params": new}

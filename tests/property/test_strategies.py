@@ -234,6 +234,35 @@ def test_every_invalid_mutation_family_is_drawn_and_labelled(sender: str, mutati
     assert labels and labels <= {mutation, FALLBACK.get(mutation, mutation)}, labels
 
 
+def test_huge_arrays_are_many_items_not_many_megabytes() -> None:
+    """An array of long items repeated tens of thousands of times was a 200 MB frame (a CI run spent
+    35 minutes shrinking one): the count gives way to a bound of a few huge_bytes."""
+    huge, seen = 64 * 1024, []
+    servers = [{"name": "x" * 3000, "command": "/bin/true", "args": [], "env": []}] * 2
+
+    @settings(SOME, max_examples=20)
+    @given(
+        acp.frames(
+            method="session/new",
+            sender="client",
+            kinds=["request"],
+            unusual=True,
+            mutations=["huge-array"],
+            huge_bytes=huge,
+            overrides={"mcpServers": st.just(servers)},
+            schema=DOC,
+        )
+    )
+    def check(frame: acp.Frame) -> None:
+        if frame.mutation == "huge-array":
+            seen.append(frame.detail)
+            assert len(frame.data) <= 5 * huge + 16 * 1024, (len(frame.data), frame.detail)
+            assert problems_of(frame, Role.CLIENT) == [], frame.describe()
+
+    check()
+    assert seen
+
+
 @SOME
 @given(acp.invalid_frames(sender="client", mutations=["missing-required", "wrong-type"], schema=DOC))
 def test_top_level_params_mutations_expect_invalid_params(frame: acp.Frame) -> None:
