@@ -32,22 +32,26 @@ from acp_conformance.checks.sessions import (
 )
 from acp_conformance.checks.turns import STOP_REASONS
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.events import Notification, Request, Response
+from acp_conformance.core.events import Event, Notification, Request, Response
+from acp_conformance.core.ids import same_id
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, not_applicable
 from acp_conformance.suite.agent._helpers import (
+    NO_PERMISSION,
     Json,
     check_auth,
     describe,
     error_code,
+    no_tool_reason,
     open_session,
     position,
     prompt_turn,
     round_trip,
     short,
     start_long_turn,
+    wait_cancelled_turn,
 )
 
 pytestmark = pytest.mark.anyio
@@ -412,34 +416,105 @@ async def test_resume_answers_without_replay(acp_agent: AgentHarness) -> None:
 
 
 # ------------------------------------------------------------ session/close
+#: Why a closed turn that did not end ``cancelled`` is not judged: nothing proves it was still running.
+CLOSE_UNHELD = (
+    "the turn ended with {what} after our session/close, but nothing held it open when the close went out "
+    "(no request of the agent was waiting for our answer, no model stream of the suite's was open): it may have "
+    "ended before the agent read the close. The held form of this test (a tool turn that asks permission, "
+    "--acp-tool-prompt) is judged"
+)
+
+
+async def judge_closed_turn(
+    acp: AgentHarness, conn: Connection, sid: str, rid: Any, held: str | None
+) -> None:
+    """Close the session of a running turn and judge how the turn ended (session.close.cancels-work).
+
+    The close cancels "as if session/cancel had been called" (session-setup.mdx), so the turn MUST
+    end with stopReason ``cancelled``; but only a turn provably still running when the agent read
+    the close can be held to it. ``held`` is what kept it from ending by itself when the close went
+    out (``ClientEndpoint.holding``); ``send_close`` then answers a held permission request
+    ``cancelled``, as a client does after a cancel. A turn still unanswered at our deadline is not
+    judged either: the spec sets no deadline, and how soon a cancelled turn ends is cancel.stop-asap's."""
+    mark = len(conn.peer.events)
+    close_rid = await conn.client.send_close(sid)
+    released_at = len(conn.peer.events)
+    resp = await wait_cancelled_turn(conn, rid, mark)
+    try:
+        close: Response | None = await conn.peer.wait_response(close_rid, method="session/close")
+    except PeerTimeout:
+        close = None
+    limit = conn.peer.timeout
+    if resp is None:
+        inconclusive(
+            f"the running turn was still unanswered {limit:g} s after session/close: whether it would have "
+            "ended cancelled cannot be told (how soon a cancelled turn ends is cancel.stop-asap's, a SHOULD)"
+        )
+    answered = position(conn.peer.events, resp)
+    if answered < mark:
+        inconclusive(f"the turn ended ({describe(resp)}) before session/close was sent")
+    note = ""
+    if held is not None and answered < released_at:
+        note = "; the agent ended the turn while its request was still unanswered: it was not waiting for it"
+        held = None
+    stop = resp.result.get("stopReason") if not resp.is_error and isinstance(resp.result, dict) else None
+    if not resp.is_error and stop not in STOP_REASONS:
+        # Ended, but without a stop reason that says how (none, or one the schema does not list:
+        # prompt.response.stop-reason's / prompt.stop-reason.enum's finding).
+        inconclusive(
+            f"the running turn ended when its session was closed, but its answer names no valid stopReason "
+            f"({describe(resp)}), so whether it was cancelled cannot be told"
+        )
+    if stop != "cancelled" and held is None:
+        inconclusive(CLOSE_UNHELD.format(what=describe(resp)) + note)
+    acp.check(
+        "session.close.cancels-work",
+        stop == "cancelled",
+        "the running session/prompt to end with a result stopReason 'cancelled' when its session is closed",
+        f"prompt: {describe(resp)}, although the turn could not have ended by itself when the close went out "
+        f"({held}); session/close: {describe(close) if close is not None else f'unanswered after {limit:g} s'}",
+    )
+
+
 @pytest.mark.acp_clause("session.close.cancels-work")
 async def test_close_cancels_the_running_turn(acp_agent: AgentHarness) -> None:
+    """Close the session while the long turn streams: judged when the turn ends ``cancelled``, or
+    when an adapter profile's scripted model stream held it open (``CLOSE_UNHELD`` otherwise)."""
     async with acp_agent.connect() as conn:
         require(conn, "sessionCapabilities.close", "sessionCapabilities.close")
         sid = await open_session(acp_agent, conn)
         rid, _ = await start_long_turn(acp_agent, conn, sid)
-        mark = len(conn.peer.events)
-        close = await conn.peer.call("session/close", {"sessionId": sid})
-        try:
-            resp: Response | None = await conn.peer.wait_response(rid, method="session/prompt")
-        except PeerTimeout:
-            resp = None
-        if resp is not None and position(conn.peer.events, resp) < mark:
-            inconclusive(f"the long turn ended ({describe(resp)}) before session/close was sent")
-        stop = resp.result.get("stopReason") if resp is not None and isinstance(resp.result, dict) else None
-        if resp is not None and not resp.is_error and stop not in STOP_REASONS:
-            # Ended, but without a stop reason that says how (none, or one the schema does not list:
-            # prompt.response.stop-reason's / prompt.stop-reason.enum's finding).
-            inconclusive(
-                f"the running turn ended when its session was closed, but its answer names no valid stopReason "
-                f"({describe(resp)}), so whether it was cancelled cannot be told"
-            )
-        acp_agent.check(
-            "session.close.cancels-work",
-            stop == "cancelled",
-            "the running session/prompt to end with a result stopReason 'cancelled' when its session is closed",
-            f"prompt: {describe(resp)}; session/close: {describe(close)}",
+        await judge_closed_turn(acp_agent, conn, sid, rid, conn.client.holding(sid))
+
+
+@pytest.mark.acp_clause("session.close.cancels-work")
+async def test_close_while_permission_pending(acp_agent: AgentHarness) -> None:
+    """Close the session while the agent waits for our answer to its permission request (we hold
+    it; the close then answers it ``cancelled``): the turn cannot have ended by itself, so it must
+    end ``cancelled``: the provable form of a close mid-turn."""
+    async with acp_agent.connect(permission="hold") as conn:
+        require(conn, "sessionCapabilities.close", "sessionCapabilities.close")
+        sid = await open_session(acp_agent, conn)
+        rid, start = await conn.client.send_prompt(sid, acp_agent.config.tool_prompt)
+
+        def asked_or_done(e: Event) -> bool:
+            return (
+                isinstance(e, Request)
+                and e.method == "session/request_permission"
+                and isinstance(e.params, dict)
+                and e.params.get("sessionId") == sid
+            ) or (isinstance(e, Response) and same_id(e.id, rid))
+
+        ev = await conn.peer.wait_for(
+            asked_or_done, start=start, what="a permission request or the turn's end", awaiting="session/prompt"
         )
+        if isinstance(ev, Response):
+            check_auth(acp_agent, conn, ev)
+            not_applicable(no_tool_reason(conn.peer.events, sid, start, what=NO_PERMISSION))
+        while not any(c.request is ev for c in conn.client.permission_calls):
+            # The endpoint registers the request in its own handler task.
+            await conn.client.wait_permission(index=len(conn.client.permission_calls))
+        await judge_closed_turn(acp_agent, conn, sid, rid, conn.client.holding(sid))
 
 
 @pytest.mark.acp_clause("session.close.response", "session.close.unknown")
