@@ -533,7 +533,14 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         "not requests left unanswered (no jsonrpc.every-request-answered, and no deadline miss that would "
         "leave the later cancel tests unrun)",
     ),
-    "forgets-cancel-on-cancelled-permission": Breakage(ForgetsCancelOnCancelledPermission, "perm.agent-cancel-race"),
+    "forgets-cancel-on-cancelled-permission": Breakage(
+        ForgetsCancelOnCancelledPermission,
+        "perm.agent-cancel-race",
+        also=frozenset({"session.close.cancels-work"}),
+        why_also="session/close cancels a turn 'as if session/cancel had been called'; closed while its permission "
+        "request is held, the turn gets the cancelled outcome, forgets the close's cancellation the same way and "
+        "ends end_turn: provably (we held it) a closed turn not ended cancelled",
+    ),
     "idle-cancel-closes-session": Breakage(IdleCancelClosesSession, "cancel.idle", status="INFO"),
     "swallows-cancelled-request": Breakage(SwallowsCancelledRequest, "cancelreq.must-answer"),
     # capability gating
