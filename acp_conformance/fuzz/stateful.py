@@ -54,6 +54,7 @@ from acp_conformance.fuzz._findings import Finding, finding_type
 from acp_conformance.fuzz.campaign import live_connection, probe_unanswered
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.peer import Peer
+from acp_conformance.redaction import machine_paths
 
 __all__ = [
     "CLAUSES",
@@ -568,8 +569,10 @@ def write_scenario(out: Path, finding: Finding, transcript: Any, steps: list[str
     clause = finding.clause
     stem = f"stateful-{re.sub(r'[^A-Za-z0-9]+', '-', clause)}"
     jsonl = out / f"{stem}.transcript.jsonl"
-    jsonl.write_bytes(transcript.to_jsonl())
-    header = (
+    # A report like any other (it lands under reports/): no path of this machine. The scenario
+    # file replays with {{sandbox}} in place of the sandbox path; the raw transcript is evidence.
+    jsonl.write_text(machine_paths(transcript.to_jsonl().decode("utf-8")), "utf-8")
+    header = machine_paths(
         f"Shrunk failure of {clause} found by stateful fuzzing: {finding.message}\nSteps: {'; '.join(steps)}\n{note}"
     )
     try:
