@@ -36,6 +36,7 @@ __all__ = [
     "PING",
     "STEER",
     "answers",
+    "asked_or_done",
     "authenticate_if_configured",
     "blocked_by_auth",
     "check_auth",
@@ -290,6 +291,21 @@ def turn_sign(sid: str, rid: Any) -> Callable[[Event], bool]:
         if isinstance(e, Notification) and e.method == "session/update":
             return True
         return isinstance(e, Request) or is_prompt_response(rid)(e)
+
+    return pred
+
+
+def asked_or_done(sid: str, rid: Any) -> Callable[[Event], bool]:
+    """The agent asked permission in session ``sid``, or answered the prompt ``rid``: what a test
+    that holds a tool turn on its permission request waits for."""
+
+    def pred(e: Event) -> bool:
+        return (
+            isinstance(e, Request)
+            and e.method == "session/request_permission"
+            and isinstance(e.params, dict)
+            and e.params.get("sessionId") == sid
+        ) or is_prompt_response(rid)(e)
 
     return pred
 

@@ -48,6 +48,7 @@ from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, new_session, not_applicable
 from acp_conformance.suite.agent._helpers import (
     NO_PERMISSION,
+    asked_or_done,
     close_out,
     describe_effect,
     is_prompt_response,
@@ -477,17 +478,8 @@ async def pending_permission(acp: AgentHarness, conn: Connection, sid: str) -> t
     Returns ``(the turn, the PermissionCall, its position)``; NOT_APPLICABLE when the turn ends
     without asking."""
     rid, start = await conn.client.send_prompt(sid, acp.config.tool_prompt)
-
-    def asked_or_done(e: Event) -> bool:
-        return (
-            isinstance(e, Request)
-            and e.method == "session/request_permission"
-            and isinstance(e.params, dict)
-            and e.params.get("sessionId") == sid
-        ) or is_prompt_response(rid)(e)
-
     ev = await conn.peer.wait_for(
-        asked_or_done, start=start, what="a permission request or the turn's end", awaiting="session/prompt"
+        asked_or_done(sid, rid), start=start, what="a permission request or the turn's end", awaiting="session/prompt"
     )
     if isinstance(ev, Response):
         not_applicable(no_tool_reason(conn.peer.events, sid, start, what=NO_PERMISSION))

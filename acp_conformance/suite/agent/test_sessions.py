@@ -32,8 +32,7 @@ from acp_conformance.checks.sessions import (
 )
 from acp_conformance.checks.turns import STOP_REASONS
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.events import Event, Notification, Request, Response
-from acp_conformance.core.ids import same_id
+from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
@@ -41,6 +40,7 @@ from acp_conformance.suite._support import inconclusive, not_applicable
 from acp_conformance.suite.agent._helpers import (
     NO_PERMISSION,
     Json,
+    asked_or_done,
     check_auth,
     describe,
     error_code,
@@ -425,9 +425,7 @@ CLOSE_UNHELD = (
 )
 
 
-async def judge_closed_turn(
-    acp: AgentHarness, conn: Connection, sid: str, rid: Any, held: str | None
-) -> None:
+async def judge_closed_turn(acp: AgentHarness, conn: Connection, sid: str, rid: Any, held: str | None) -> None:
     """Close the session of a running turn and judge how the turn ended (session.close.cancels-work).
 
     The close cancels "as if session/cancel had been called" (session-setup.mdx), so the turn MUST
@@ -496,17 +494,11 @@ async def test_close_while_permission_pending(acp_agent: AgentHarness) -> None:
         require(conn, "sessionCapabilities.close", "sessionCapabilities.close")
         sid = await open_session(acp_agent, conn)
         rid, start = await conn.client.send_prompt(sid, acp_agent.config.tool_prompt)
-
-        def asked_or_done(e: Event) -> bool:
-            return (
-                isinstance(e, Request)
-                and e.method == "session/request_permission"
-                and isinstance(e.params, dict)
-                and e.params.get("sessionId") == sid
-            ) or (isinstance(e, Response) and same_id(e.id, rid))
-
         ev = await conn.peer.wait_for(
-            asked_or_done, start=start, what="a permission request or the turn's end", awaiting="session/prompt"
+            asked_or_done(sid, rid),
+            start=start,
+            what="a permission request or the turn's end",
+            awaiting="session/prompt",
         )
         if isinstance(ev, Response):
             check_auth(acp_agent, conn, ev)
