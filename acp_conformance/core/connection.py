@@ -106,21 +106,6 @@ class Connection:
         ]
         if msg is None:
             return out
-        if isinstance(msg, list):
-            # A batch breaks transport.stdio.one-message-per-line, once, on its line. Its members are
-            # still read as the messages they are: otherwise every check that looks for an update, a
-            # response or a request would charge that one defect again on its own clause (a replay
-            # "missing", a tool call "never announced", a request "unanswered").
-            out.extend(self._hygiene(_at(v, index)) for v in jsonrpc.classify(msg, data)[1])
-            for member in msg:
-                if isinstance(member, dict):
-                    out.extend(self._on_message(member, jsonrpc.dumps(member), index))
-            return out
-        return out + self._on_message(msg, data, index)
-
-    def _on_message(self, msg: Any, data: bytes, index: int) -> list[Event]:
-        """The events of one decoded message (a line's, or a batch member's)."""
-        out: list[Event] = []
         kind, problems = jsonrpc.classify(msg, data)
         if kind is None and isinstance(msg, dict) and "id" not in msg and ("result" in msg or "error" in msg):
             problems = [self._idless(msg, v) if v.clause_id == "jsonrpc.response-id-echo" else v for v in problems]

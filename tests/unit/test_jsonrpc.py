@@ -129,16 +129,11 @@ def test_non_json_constants_are_rejected(const: bytes) -> None:
 
 
 # ----------------------------------------------------------------- envelope
-@pytest.mark.parametrize(
-    ("frame", "methods"),
-    [(b"[]", []), (b'[{"jsonrpc":"2.0","method":"a"},7,{"jsonrpc":"2.0","method":"b"}]', ["a", "b"])],
-)
-def test_batch_array_is_one_message_per_line_and_its_members_are_read(frame: bytes, methods: list[str]) -> None:
-    """One violation for the line; its members are the messages they are, so no other check
-    charges the same defect again (an update in it is no "missing" update)."""
+@pytest.mark.parametrize("frame", [b"[]", b'[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]'])
+def test_batch_array_is_one_message_per_line(frame: bytes) -> None:
     out = feed(frame)
     assert clauses(out) == [("transport.stdio.one-message-per-line", "error")]
-    assert [getattr(m, "method", None) for m in messages(out)] == methods
+    assert messages(out) == []
 
 
 @pytest.mark.parametrize(
