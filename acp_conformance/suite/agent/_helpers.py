@@ -27,7 +27,7 @@ from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.plugin.markers import marked_clauses
 from acp_conformance.results import Status
-from acp_conformance.suite._support import inconclusive
+from acp_conformance.suite._support import inconclusive, not_applicable
 
 __all__ = [
     "AUTH_REQUIRED",
@@ -52,6 +52,7 @@ __all__ = [
     "position",
     "prompt_turn",
     "record",
+    "require",
     "round_trip",
     "short",
     "start_long_turn",
@@ -308,6 +309,12 @@ def asked_or_done(sid: str, rid: Any) -> Callable[[Event], bool]:
         ) or is_prompt_response(rid)(e)
 
     return pred
+
+
+def require(conn: Connection, capability: str, what: str) -> None:
+    """NOT_APPLICABLE unless the agent advertised ``capability`` (a dotted path of its capabilities)."""
+    if not conn.client.agent_supports(capability):
+        not_applicable(f"the agent does not advertise {what}")
 
 
 def no_tool_reason(events: Sequence[Event], sid: str, start: int = 0, end: int | None = None, *, what: str) -> str:
