@@ -24,7 +24,7 @@ client are all a ``Peer`` plus handlers.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +47,9 @@ from acp_conformance.core.events import (
 )
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, printable
 from acp_conformance.core.vocabulary import TURN_OUTPUT
-from acp_conformance.errors import LocalProtocolError, PeerExited, PeerGaveUp, PeerTimeout, RpcError
+from acp_conformance.deadlines import DeadlineMemory
+from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
+from acp_conformance.handlers import NO_ANSWER, HandlerError, NotificationListener, RequestHandler
 from acp_conformance.outbox import OUTBOX_BUDGET, Outbox
 from acp_conformance.transcript import Entry, Transcript
 from acp_conformance.transport.base import Transport
@@ -80,61 +82,6 @@ class _Slot:
 
 
 _SLOT: ContextVar[_Slot | None] = ContextVar("acp_conformance_handler_slot", default=None)
-
-
-class HandlerError(Exception):
-    """Raise from a request handler to answer with a JSON-RPC error."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-class _NoAnswer:
-    def __repr__(self) -> str:
-        return "NO_ANSWER"
-
-
-#: Return this from a handler to leave the request unanswered on purpose.
-NO_ANSWER: Any = _NoAnswer()
-
-RequestHandler = Callable[[Request], Awaitable[Any]]
-NotificationListener = Callable[[Notification], None]
-
-
-class DeadlineMemory:
-    """Which methods the peer under test let the deadline pass for, across the tests of a run.
-
-    Once a method's deadline has passed in ``limit`` different tests, later requests
-    of that method are not sent at all: ``PeerGaveUp`` ends the test that needs it at once
-    (INCONCLUSIVE, naming where it was missed), so a hanging peer costs two deadlines per
-    method, not one per test.  ``initialize`` is the handshake's business (harness liveness)."""
-
-    def __init__(self, limit: int = 2) -> None:
-        self.limit = limit
-        self.misses: dict[str, list[str]] = {}
-
-    def missed(self, method: str, where: str) -> None:
-        """One more test in which ``method``'s deadline passed (a test counts once, however many
-        of its requests of that method went unanswered: it may probe several on purpose)."""
-        if method == "initialize":
-            return
-        seen = self.misses.setdefault(method, [])
-        if where not in seen:
-            seen.append(where)
-
-    def given_up(self, method: str) -> bool:
-        return len(self.misses.get(method, [])) >= self.limit
-
-    def check(self, method: str) -> None:
-        seen = self.misses.get(method, [])
-        if len(seen) >= self.limit:
-            raise PeerGaveUp(
-                f"{method} not sent: the peer already let its deadline pass {len(seen)} times in this run "
-                f"({'; '.join(seen[: self.limit])}), so this test ends here instead of waiting once more"
-            )
 
 
 class Peer:

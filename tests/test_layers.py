@@ -31,6 +31,8 @@ LAYERS: list[tuple[str, int]] = [
     ("acp_conformance.schema", 2),
     ("acp_conformance.transcript", 3),
     ("acp_conformance.outbox", 3),
+    ("acp_conformance.handlers", 3),
+    ("acp_conformance.deadlines", 3),
     ("acp_conformance.peer", 3),
     ("acp_conformance.clauses", 4),
     ("acp_conformance.results", 4),
