@@ -35,7 +35,9 @@ __all__ = [
     "NO_PERMISSION",
     "PING",
     "STEER",
+    "NOT_WAITING",
     "answers",
+    "ask_permission",
     "asked_or_done",
     "authenticate_if_configured",
     "blocked_by_auth",
@@ -44,6 +46,7 @@ __all__ = [
     "describe",
     "describe_effect",
     "error_code",
+    "hold_proves",
     "is_prompt_response",
     "no_tool_reason",
     "open_session",
@@ -161,8 +164,6 @@ def position(events: Sequence[Event], ev: Event) -> int:
 def answers(rid: Any) -> Callable[[Event], bool]:
     key = jsonrpc.id_key(rid)
     return lambda e: isinstance(e, Response) and e.method is not None and jsonrpc.id_key(e.id) == key
-
-
 
 
 def update_for(sid: str) -> Callable[[Event], bool]:
@@ -309,6 +310,37 @@ def asked_or_done(sid: str, rid: Any) -> Callable[[Event], bool]:
         ) or is_prompt_response(rid)(e)
 
     return pred
+
+
+async def ask_permission(acp: AgentHarness, conn: Connection, sid: str) -> tuple[Any, int, PermissionCall | Response]:
+    """Start a tool turn (``--acp-tool-prompt``) and wait for its first permission request, which a
+    connection made with ``permission="hold"`` leaves unanswered, or for the turn's answer if it
+    asked nothing.  Returns ``(prompt id, event index before the prompt, the call or the answer)``."""
+    rid, start = await conn.client.send_prompt(sid, acp.config.tool_prompt)
+    ev = await conn.peer.wait_for(
+        asked_or_done(sid, rid), start=start, what="a permission request or the turn's end", awaiting="session/prompt"
+    )
+    if isinstance(ev, Response):
+        return rid, start, ev
+    while True:  # the endpoint registers the request in its own handler task
+        call = next((c for c in conn.client.permission_calls if c.request is ev), None)
+        if call is not None:
+            return rid, start, call
+        await conn.client.wait_permission(index=len(conn.client.permission_calls))
+
+
+#: Why a hold stopped being proof: the agent answered the turn before we answered its request.
+NOT_WAITING = "; the agent ended the turn while its request was still unanswered: it was not waiting for it"
+
+
+def hold_proves(held: str | None, released_at: int | None, answered: int) -> str | None:
+    """``held`` (what kept the turn from ending by itself when our cancel or close went out), if it
+    is still proof once the turn was answered at event ``answered``: an agent that answered before
+    we answered the request we held (at ``released_at``; None: a hold we never released, such as a
+    scripted model stream) was not waiting for it, nor, then, blocked by it."""
+    if held is None or (released_at is not None and answered < released_at):
+        return None
+    return held
 
 
 def require(conn: Connection, capability: str, what: str) -> None:

@@ -48,9 +48,11 @@ from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, new_session, not_applicable
 from acp_conformance.suite.agent._helpers import (
     NO_PERMISSION,
-    asked_or_done,
+    NOT_WAITING,
+    ask_permission,
     close_out,
     describe_effect,
+    hold_proves,
     is_prompt_response,
     no_tool_reason,
     plain_prompt_elsewhere,
@@ -143,15 +145,12 @@ async def send_cancel(conn: Connection, turn: Cancelled, *, answer_pending: bool
     return mark
 
 
-def _still_held(conn: Connection, turn: Cancelled, answered: int) -> str | None:
-    """The hold, if it is still proof: an agent that answered the turn while the request we held
-    was still unanswered was not waiting for it (nor, then, blocked by it)."""
-    if turn.held is None:
-        return None
-    if turn.released_at is not None and answered < turn.released_at:
-        turn.note += "; the agent ended the turn while its request was still unanswered: it was not waiting for it"
-        return None
-    return turn.held
+def _still_held(turn: Cancelled, answered: int) -> str | None:
+    """The turn's hold, if it is still proof (``hold_proves``); noted on the turn when it is not."""
+    held = hold_proves(turn.held, turn.released_at, answered)
+    if held is None and turn.held is not None:
+        turn.note += NOT_WAITING
+    return held
 
 
 async def judge_cancelled_turn(
@@ -165,7 +164,7 @@ async def judge_cancelled_turn(
     """
     events = conn.peer.events
     answered = position_of(events, resp)
-    held = _still_held(conn, turn, answered)
+    held = _still_held(turn, answered)
     await round_trip(conn)  # output trailing the answer would precede the round trip's answer
     late = late_turn_output(events, turn.sid, answered)
     result = resp.result if not resp.is_error and isinstance(resp.result, dict) else {}
@@ -477,17 +476,10 @@ async def pending_permission(acp: AgentHarness, conn: Connection, sid: str) -> t
 
     Returns ``(the turn, the PermissionCall, its position)``; NOT_APPLICABLE when the turn ends
     without asking."""
-    rid, start = await conn.client.send_prompt(sid, acp.config.tool_prompt)
-    ev = await conn.peer.wait_for(
-        asked_or_done(sid, rid), start=start, what="a permission request or the turn's end", awaiting="session/prompt"
-    )
-    if isinstance(ev, Response):
+    rid, start, call = await ask_permission(acp, conn, sid)
+    if isinstance(call, Response):
         not_applicable(no_tool_reason(conn.peer.events, sid, start, what=NO_PERMISSION))
-    while True:  # the endpoint registers the request in its own handler task
-        call = next((c for c in conn.client.permission_calls if c.request is ev), None)
-        if call is not None:
-            return Cancelled(sid, rid, acp.config.tool_prompt), call, position_of(conn.peer.events, ev)
-        await conn.client.wait_permission(index=len(conn.client.permission_calls))
+    return Cancelled(sid, rid, acp.config.tool_prompt), call, position_of(conn.peer.events, call.request)
 
 
 ORDERS = ("cancel-then-answer", "answer-then-cancel", "answer-after-round-trip", "never-answer")

@@ -39,11 +39,13 @@ from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, not_applicable
 from acp_conformance.suite.agent._helpers import (
     NO_PERMISSION,
+    NOT_WAITING,
     Json,
-    asked_or_done,
+    ask_permission,
     check_auth,
     describe,
     error_code,
+    hold_proves,
     no_tool_reason,
     open_session,
     position,
@@ -450,10 +452,9 @@ async def judge_closed_turn(
     answered = position_of(conn.peer.events, resp)
     if answered < mark:
         inconclusive(f"the turn ended ({describe(resp)}) before session/close was sent")
-    note = ""
-    if request_held and held is not None and answered < released_at:
-        note = "; the agent ended the turn while its request was still unanswered: it was not waiting for it"
-        held = None
+    proof = hold_proves(held, released_at if request_held else None, answered)
+    note = NOT_WAITING if held is not None and proof is None else ""
+    held = proof
     stop = resp.result.get("stopReason") if not resp.is_error and isinstance(resp.result, dict) else None
     if not resp.is_error and stop not in STOP_REASONS:
         # Ended, but without a stop reason that says how (none, or one the schema does not list:
@@ -492,19 +493,10 @@ async def test_close_while_permission_pending(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect(permission="hold") as conn:
         require(conn, "sessionCapabilities.close", "sessionCapabilities.close")
         sid = await open_session(acp_agent, conn)
-        rid, start = await conn.client.send_prompt(sid, acp_agent.config.tool_prompt)
-        ev = await conn.peer.wait_for(
-            asked_or_done(sid, rid),
-            start=start,
-            what="a permission request or the turn's end",
-            awaiting="session/prompt",
-        )
-        if isinstance(ev, Response):
-            check_auth(acp_agent, conn, ev)
+        rid, start, call = await ask_permission(acp_agent, conn, sid)
+        if isinstance(call, Response):
+            check_auth(acp_agent, conn, call)
             not_applicable(no_tool_reason(conn.peer.events, sid, start, what=NO_PERMISSION))
-        while not any(c.request is ev for c in conn.client.permission_calls):
-            # The endpoint registers the request in its own handler task.
-            await conn.client.wait_permission(index=len(conn.client.permission_calls))
         await judge_closed_turn(acp_agent, conn, sid, rid, conn.client.holding(sid), request_held=True)
 
 
