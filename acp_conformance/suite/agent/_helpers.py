@@ -59,6 +59,7 @@ __all__ = [
     "round_trip",
     "short",
     "start_long_turn",
+    "stop_reason",
     "turn_sign",
     "update_for",
     "wait_cancelled_turn",
@@ -327,6 +328,11 @@ async def ask_permission(acp: AgentHarness, conn: Connection, sid: str) -> tuple
         if call is not None:
             return rid, start, call
         await conn.client.wait_permission(index=len(conn.client.permission_calls))
+
+
+def stop_reason(resp: Response) -> Any:
+    """The stopReason of a session/prompt result; None for an error or a result without one."""
+    return resp.result.get("stopReason") if not resp.is_error and isinstance(resp.result, dict) else None
 
 
 #: Why a hold stopped being proof: the agent answered the turn before we answered its request.

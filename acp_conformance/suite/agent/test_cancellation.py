@@ -57,6 +57,7 @@ from acp_conformance.suite.agent._helpers import (
     no_tool_reason,
     plain_prompt_elsewhere,
     round_trip,
+    stop_reason,
     turn_sign,
     wait_cancelled_turn,
     wait_prompt_response,
@@ -84,16 +85,12 @@ UNHELD = (
 TURN_CLAUSES = ("prompt.response.stop-reason", "prompt.stop-reason.enum")
 
 
-def _stop_reason(resp: Response) -> Any:
-    return resp.result.get("stopReason") if not resp.is_error and isinstance(resp.result, dict) else None
-
-
 def ended_before(conn: Connection, rid: Any, option: str = "--acp-long-prompt") -> None:
     """INCONCLUSIVE when the turn's answer is already here: there is nothing left to cancel."""
     done = responses_to(conn.peer.events, rid, "session/prompt")
     if done:
         resp = done[0][1]
-        reason = "error" if resp.is_error else repr(_stop_reason(resp))
+        reason = "error" if resp.is_error else repr(stop_reason(resp))
         inconclusive(ENDED_EARLY.format(reason=reason, option=option))
 
 
@@ -291,8 +288,8 @@ async def test_cancel_when_idle_leaves_the_session_usable(acp_agent: AgentHarnes
             turn = await conn.client.prompt(sid, acp_agent.config.prompt)
             assert turn.response is not None
             resp = turn.response
-            ok = not resp.is_error and _stop_reason(resp) not in (None, "cancelled")
-            if not resp.is_error and _stop_reason(resp) is None:
+            ok = not resp.is_error and stop_reason(resp) not in (None, "cancelled")
+            if not resp.is_error and stop_reason(resp) is None:
                 # The turn ran and ended, but names no stop reason (prompt.response.stop-reason's finding):
                 # whether the cancel ended it cannot be told.
                 acp_agent.record(
@@ -317,7 +314,7 @@ async def test_cancel_when_idle_leaves_the_session_usable(acp_agent: AgentHarnes
                 "cancel.idle",
                 ok,
                 f"a session/cancel {when} ignored: the next turn ends normally",
-                f"error {resp.error!r}" if resp.is_error else f"stopReason {_stop_reason(resp)!r}",
+                f"error {resp.error!r}" if resp.is_error else f"stopReason {stop_reason(resp)!r}",
             ):
                 return
 
@@ -603,4 +600,4 @@ async def test_cancel_while_a_client_request_is_held(acp_agent: AgentHarness, re
 
 
 def describe_answer(resp: Response) -> str:
-    return f"error {resp.error!r}" if resp.is_error else f"stopReason {_stop_reason(resp)!r}"
+    return f"error {resp.error!r}" if resp.is_error else f"stopReason {stop_reason(resp)!r}"

@@ -54,6 +54,7 @@ from acp_conformance.suite.agent._helpers import (
     round_trip,
     short,
     start_long_turn,
+    stop_reason,
     wait_cancelled_turn,
 )
 
@@ -455,7 +456,7 @@ async def judge_closed_turn(
     proof = hold_proves(held, released_at if request_held else None, answered)
     note = NOT_WAITING if held is not None and proof is None else ""
     held = proof
-    stop = resp.result.get("stopReason") if not resp.is_error and isinstance(resp.result, dict) else None
+    stop = stop_reason(resp)
     if not resp.is_error and stop not in STOP_REASONS:
         # Ended, but without a stop reason that says how (none, or one the schema does not list:
         # prompt.response.stop-reason's / prompt.stop-reason.enum's finding).
