@@ -47,6 +47,15 @@ STARTUP = 60.0
 STOP_BOUND = 20.0
 #: SIGKILL: everything the killed process started must be gone within this (the issue's bound).
 KILL_BOUND = 10.0
+#: Exec the command with SIGINT at its default.  A process started in the background of a
+#: non-interactive shell (a CI step, ``cmd &``) inherits SIGINT *ignored*, exec keeps it so, and
+#: Python then installs no KeyboardInterrupt handler: the SIGINT cases would wait out their bound
+#: on a run that never saw the signal, whatever the code under test does.
+SIGINT_DEFAULT = [
+    PY,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])",
+]
 CLIENT_ARGS = "{permission} --caps fs,terminal --agent {agent} --prompt {prompt} --quiet"
 
 
@@ -126,7 +135,7 @@ def start(tmp_path: Path) -> Iterator[Callable[..., Started]]:
             # A session of its own, so that our signals reach exactly the process we aim at.
             # stdin: a pipe we never write to (a proxy waits on it for its client).
             proc = subprocess.Popen(
-                argv,
+                [*SIGINT_DEFAULT, *argv],
                 cwd=cwd or tmp_path,
                 env=env,
                 stdin=subprocess.PIPE,
@@ -180,6 +189,16 @@ def agent_up(run: Started) -> bool:
     return any(p.cmd.startswith(f"{PY} {HOSTILE} undying") for p in run.peers())
 
 
+def stacks(run: Started) -> str:
+    """Every thread's stack of a run that hangs: pytest's faulthandler dumps them on SIGABRT."""
+    run.proc.send_signal(signal.SIGABRT)
+    try:
+        run.proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    return run.text()[-12000:]
+
+
 def assert_nothing_left(run: Started, bound: float, what: str) -> None:
     try:
         wait_until(lambda: not run.peers(), bound, what)
@@ -210,7 +229,7 @@ def test_interrupting_the_controller_stops_reports_and_leaves_nothing(
         took = wait_until(lambda: run.proc.poll() is not None, STOP_BOUND, f"the run stopped after {sig.name}")
     except AssertionError:
         raise AssertionError(
-            f"the run did not stop within {STOP_BOUND:g} s of {sig.name}:\n{run.text()[-3000:]}"
+            f"the run did not stop within {STOP_BOUND:g} s of {sig.name}; where it was stuck:\n{stacks(run)}"
         ) from None
     assert_nothing_left(run, KILL_BOUND, f"processes of the run after {sig.name}")
     out = run.text()
