@@ -16,6 +16,7 @@ registers its options and marker and imports nothing heavier than pytest.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -157,3 +158,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     from acp_conformance.plugin.reporter import collect
 
     collect(item, call, outcome.get_result())
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    """Between tests: raise an interrupt that arrived as a test's event loop was stopping."""
+    lifetime = sys.modules.get("acp_conformance.plugin.lifetime")  # imported: a run with --acp-*
+    if lifetime is not None:
+        lifetime.raise_pending()

@@ -7,22 +7,67 @@ tests left to the watchdog.  So a run with ``--acp-*`` options treats SIGTERM as
 a second SIGTERM ends it for good), and an xdist worker asks the kernel to kill it when its
 controller dies (``PR_SET_PDEATHSIG``), so that its watchdog (``acp_conformance._watchdog``)
 cleans up at once instead of after the worker notices, between tests, that nobody listens.
+
+Where the interrupt is raised matters as much as that it is.  The suite's tests run on an
+asyncio loop that anyio's pytest runner drives with ``run_until_complete``, and Python's default
+SIGINT handler raises ``KeyboardInterrupt`` at whatever bytecode the main thread runs: inside a
+task step, in the middle of anyio's cancel-scope bookkeeping, or between the loop popping a
+callback and running it.  A task torn there may never be stepped again, and the runner's
+teardown (cancel every task, wait for them) then waits forever on an agent that is still alive:
+the run neither stops nor reports.  ``asyncio.Runner`` avoids this for its own loop by cancelling
+its main task instead; we do the equivalent for any loop: while a loop runs in the main thread,
+the first SIGINT or SIGTERM asks the loop itself to raise ``KeyboardInterrupt`` from a callback
+of its own, which ends ``run_until_complete`` between two callbacks with every task intact.
+Outside a loop (collection, synchronous tests, the thread that waits on a fuzzing portal) the
+interrupt is raised where it lands, as before; so is a second Ctrl-C, for a loop stuck in
+synchronous code.
 """
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import threading
 from types import FrameType
 
 from acp_conformance._proctree import die_with_parent
 
-__all__ = ["install"]
+__all__ = ["install", "raise_pending"]
 
 
-def _sigterm(signum: int, frame: FrameType | None) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the next one is not negotiable
-    raise KeyboardInterrupt("SIGTERM")
+class _Interrupt:
+    """The interrupt asked of a running loop, until one place has raised it."""
+
+    asked: str | None = None
+    raised: bool = False
+
+
+def _raise(name: str) -> None:
+    if not _Interrupt.raised:  # a callback left queued on a loop that stopped before running it
+        _Interrupt.raised = True
+        raise KeyboardInterrupt(name)
+
+
+def raise_pending() -> None:
+    """Raise an interrupt a loop was asked to raise but stopped before it could (the signal came
+    as the test's coroutine finished).  Called between tests, where raising is always safe."""
+    if _Interrupt.asked is not None:
+        _raise(_Interrupt.asked)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    name = signal.Signals(signum).name
+    if signum == signal.SIGTERM:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the next one is not negotiable
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        loop = None
+    if loop is None or _Interrupt.asked is not None:
+        _Interrupt.raised = True
+        raise KeyboardInterrupt(name)
+    _Interrupt.asked = name
+    loop.call_soon_threadsafe(_raise, name)  # also wakes a loop that sits in select()
 
 
 def install(*, worker: bool) -> None:
@@ -30,6 +75,8 @@ def install(*, worker: bool) -> None:
     if threading.current_thread() is not threading.main_thread():
         return  # signal handlers live in the main thread (pytest run in a thread: leave it)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # somebody else's handler stays
-        signal.signal(signal.SIGTERM, _sigterm)
+        signal.signal(signal.SIGTERM, _interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _interrupt)
     if worker:
         die_with_parent()
