@@ -167,8 +167,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     collect(item, call, outcome.get_result())
 
 
-def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
-    """Between tests: raise an interrupt that arrived as a test's event loop was stopping."""
+def _raise_pending_interrupt() -> None:
     lifetime = sys.modules.get("acp_conformance.plugin.lifetime")  # imported: a run with --acp-*
     if lifetime is not None:
         lifetime.raise_pending()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_teardown(item: pytest.Item) -> None:
+    """Before a test's teardown: an interrupt that came as its event loop stopped is raised here,
+    not by the queued callback inside an async fixture's teardown (session finish tears down)."""
+    _raise_pending_interrupt()
+
+
+def pytest_runtest_logfinish(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    """Between tests: the same, for an interrupt that came as a teardown's loop stopped."""
+    _raise_pending_interrupt()

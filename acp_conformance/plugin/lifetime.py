@@ -19,8 +19,9 @@ its main task instead; we do the equivalent for any loop: while a loop runs in t
 the first SIGINT or SIGTERM asks the loop itself to raise ``KeyboardInterrupt`` from a callback
 of its own, which ends ``run_until_complete`` between two callbacks with every task intact.
 Outside a loop (collection, synchronous tests, the thread that waits on a fuzzing portal) the
-interrupt is raised where it lands, as before; so is a second Ctrl-C, for a loop stuck in
-synchronous code.
+interrupt is raised where it lands, as before, and so is every interrupt after the first; a
+loop that has not raised it within ``ESCALATE_AFTER`` seconds (stuck in synchronous code) gets a
+second SIGINT from a timer, which is raised where it lands.
 """
 
 from __future__ import annotations
@@ -35,39 +36,61 @@ from acp_conformance._proctree import die_with_parent
 __all__ = ["install", "raise_pending"]
 
 
-class _Interrupt:
-    """The interrupt asked of a running loop, until one place has raised it."""
+#: A loop asked to raise an interrupt that has not after this long is stuck in synchronous code:
+#: the interrupt is then raised where the main thread is, as Python's own handler would have.
+ESCALATE_AFTER = 5.0
 
-    asked: str | None = None
+
+class _Interrupt:
+    """The first interrupt of the process, until one place has raised it."""
+
+    asked: str | None = None  # the signal's name, once a running loop was asked to raise it
     raised: bool = False
+    generation = 0  # which ask a pending escalation belongs to
+    timer: threading.Timer | None = None  # the pending escalation
 
 
 def _raise(name: str) -> None:
     if not _Interrupt.raised:  # a callback left queued on a loop that stopped before running it
         _Interrupt.raised = True
+        if _Interrupt.timer is not None:
+            _Interrupt.timer.cancel()
         raise KeyboardInterrupt(name)
 
 
 def raise_pending() -> None:
     """Raise an interrupt a loop was asked to raise but stopped before it could (the signal came
-    as the test's coroutine finished).  Called between tests, where raising is always safe."""
+    as a coroutine finished).  Called between tests and before a test's teardown, where raising
+    is safe, so that the queued callback does not fire inside the next teardown instead."""
     if _Interrupt.asked is not None:
         _raise(_Interrupt.asked)
+
+
+def _escalate(generation: int) -> None:
+    """From a timer thread: the loop never ran our callback; signal the main thread again, and
+    the second interrupt is raised where it lands."""
+    if _Interrupt.generation == generation and not _Interrupt.raised and signal.getsignal(signal.SIGINT) is _interrupt:
+        signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     name = signal.Signals(signum).name
     if signum == signal.SIGTERM:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the next one is not negotiable
+    first = _Interrupt.asked is None and not _Interrupt.raised
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         loop = None
-    if loop is None or _Interrupt.asked is not None:
+    if loop is None or not first:
         _Interrupt.raised = True
         raise KeyboardInterrupt(name)
     _Interrupt.asked = name
+    _Interrupt.generation += 1
     loop.call_soon_threadsafe(_raise, name)  # also wakes a loop that sits in select()
+    timer = _Interrupt.timer = threading.Timer(ESCALATE_AFTER, _escalate, (_Interrupt.generation,))
+    timer.daemon = True
+    timer.start()
 
 
 def install(*, worker: bool) -> None:

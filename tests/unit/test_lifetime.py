@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -30,12 +31,17 @@ def installed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     if interrupt is not None:
         monkeypatch.setattr(interrupt, "asked", None)
         monkeypatch.setattr(interrupt, "raised", False)
+        monkeypatch.setattr(interrupt, "timer", None, raising=False)
+        monkeypatch.setattr(lifetime, "ESCALATE_AFTER", 0.3, raising=False)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     lifetime.install(worker=False)
     try:
         yield
     finally:
+        timer = getattr(interrupt, "timer", None)
+        if timer is not None:
+            timer.cancel()  # a test's pending escalation must not signal the next test
         for sig, handler in saved.items():
             signal.signal(sig, handler)
 
@@ -71,6 +77,44 @@ def test_an_interrupt_outside_a_loop_is_raised_where_it_lands(installed: None) -
         signal.raise_signal(signal.SIGTERM)
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, "a second SIGTERM must end the run for good"
     lifetime.raise_pending()  # already raised: nothing left to deliver
+
+
+def test_an_interrupt_after_one_raised_outside_a_loop_is_raised_at_once(installed: None) -> None:
+    """Ctrl-C between tests, then Ctrl-C again while a fixture's teardown runs the loop: the
+    second one must not wait in the loop's queue behind the first (found in review)."""
+    with pytest.raises(KeyboardInterrupt):
+        signal.raise_signal(signal.SIGINT)
+    loop = asyncio.new_event_loop()
+    reached: list[str] = []
+
+    async def teardown() -> None:
+        signal.raise_signal(signal.SIGINT)
+        reached.append("went on after the second Ctrl-C")
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(teardown())
+        assert reached == []
+    finally:
+        loop.close()
+
+
+def test_a_loop_stuck_in_synchronous_code_gets_the_interrupt_anyway(installed: None) -> None:
+    loop = asyncio.new_event_loop()
+    reached: list[str] = []
+
+    async def stuck() -> None:
+        signal.raise_signal(signal.SIGTERM)  # asked of the loop, which never gets to run it
+        time.sleep(10)  # synchronous: the escalation (ESCALATE_AFTER, 0.3 s here) interrupts it
+        reached.append("slept it out")
+
+    try:
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(stuck())
+        assert reached == [] and time.monotonic() - started < 5
+    finally:
+        loop.close()
 
 
 def test_a_second_interrupt_is_raised_at_once_for_a_loop_stuck_in_synchronous_code(installed: None) -> None:
