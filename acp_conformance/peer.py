@@ -78,7 +78,7 @@ class _Slot:
         if self.held:
             self.held = False
             self.peer._busy -= 1
-            self.peer._wake(self.peer._slot_freed)
+            self.peer._slot_was_freed()
 
 
 _SLOT: ContextVar[_Slot | None] = ContextVar("acp_conformance_handler_slot", default=None)
@@ -139,7 +139,7 @@ class Peer:
         self._send_lock = self.outbox.lock
         self.max_inflight = max_inflight
         self._busy = 0  # handlers holding a slot
-        self._slot_freed = anyio.Event()
+        self._slot_freed: anyio.Event | None = None  # made by the reader when it must wait
         self._reading_paused = False
         self._watchers: list[Callable[[Event], None]] = []
         self._unterminated_noted = 0
@@ -194,6 +194,8 @@ class Peer:
                 # holding the slots are working or waiting for the peer to read our answers;
                 # none waits for a frame of the peer (those gave up their slot).
                 self._reading_paused = True
+                if self._slot_freed is None:
+                    self._slot_freed = anyio.Event()
                 await self._slot_freed.wait()
             self._reading_paused = False
         self._dispatch(self.conn.receive_eof())
@@ -217,11 +219,12 @@ class Peer:
             self._changed = anyio.Event()
         await self._changed.wait()
 
-    def _wake(self, event: anyio.Event) -> None:
-        """Set ``event`` and put a fresh one in its attribute (one-shot wake-ups)."""
-        event.set()
-        if event is self._slot_freed:
-            self._slot_freed = anyio.Event()
+    def _slot_was_freed(self) -> None:
+        """Wake the reader if it stopped for want of a slot.  Like ``_changed``, the event exists
+        only while the reader waits: one per request answered was measurable."""
+        freed, self._slot_freed = self._slot_freed, None
+        if freed is not None:
+            freed.set()
 
     def _append(self, ev: Event) -> None:
         """Log an event and show it to the waits watching for one."""

@@ -40,6 +40,7 @@ indistinguishable from a process we started with ``start_new_session``).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import contextlib
 import os
@@ -55,6 +56,7 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 
 from acp_conformance._proctree import (
     SPAWN_TAG_VAR,
@@ -216,6 +218,9 @@ class ProcessTransport:
         self._redact = redactor()
         self._stdout = process.stdout
         self._stdin = process.stdin
+        # The asyncio writer under anyio's wrapper, when it has one (see ``send``).
+        writer = getattr(process.stdin, "_stream", None)
+        self._writer: asyncio.StreamWriter | None = writer if isinstance(writer, asyncio.StreamWriter) else None
         self._stdin_closed = False
         #: Still running when teardown's wait after stdin EOF ended (``terminate``).
         self.outlived_eof = False
@@ -239,7 +244,16 @@ class ProcessTransport:
                 list(self.stderr_tail),
             )
         try:
-            await self._stdin.send(data)
+            if self._writer is not None:
+                # anyio's send minus its trailing cancel-shielded checkpoint, a whole extra pass
+                # of the event loop per frame (a fifth of a prompt round trip's; bench/README.md).
+                # What a checkpoint is for, letting other tasks run, the outbox does every 16
+                # frames; a cancelled caller still stops before writing, and a full pipe still waits.
+                await anyio.lowlevel.checkpoint_if_cancelled()
+                self._writer.write(data)
+                await self._writer.drain()
+            else:
+                await self._stdin.send(data)
         except (
             anyio.BrokenResourceError,
             anyio.ClosedResourceError,

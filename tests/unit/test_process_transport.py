@@ -138,6 +138,29 @@ async def test_echo_round_trip_and_clean_exit() -> None:
         assert tr.returncode == 0
 
 
+async def test_a_cancelled_send_writes_nothing() -> None:
+    """``send`` writes to the asyncio stream under anyio's wrapper (no extra loop pass per frame);
+    a caller whose scope is cancelled must still stop before the frame reaches the pipe."""
+    with anyio.fail_after(10):
+        async with spawn([PY, "-c", ECHO]) as tr:
+            with anyio.CancelScope() as scope:
+                scope.cancel()
+                await tr.send(b'{"never":"sent"}\n')
+            assert scope.cancelled_caught
+            await tr.send(b'{"sent":true}\n')
+            assert await read_line(tr) == b'{"sent":true}'
+
+
+async def test_a_peer_that_closed_its_stdin_is_peer_exited() -> None:
+    closes = "import os, sys; os.close(0); print('closed', flush=True); import time; time.sleep(30)"
+    with anyio.fail_after(15):
+        async with spawn([PY, "-c", closes], grace=0.5) as tr:
+            assert await read_line(tr) == b"closed"
+            with pytest.raises(PeerExited, match="broken pipe"):
+                for _ in range(3):  # the pipe's loss may surface on the write after the failing one
+                    await tr.send(b"{}\n")
+
+
 @pytest.mark.parametrize("newlines", [True, False], ids=["lines", "no-newline"])
 async def test_stderr_flood_does_not_stall_stdout(newlines: bool) -> None:
     size = 20 * 1024 * 1024
