@@ -20,14 +20,10 @@ used is recorded (source, version, sha256, whether it is the pinned one) in ever
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
 import os
-import tarfile
-import urllib.error
-import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +64,17 @@ class SchemaSource:
     path: Path
     source: str  # "option", "environment", "node_modules", "cache"
     version: str
-    sha256: str
     unstable: bool
     data: dict[str, Any]
+    raw: bytes = field(repr=False, compare=False)
+
+    @cached_property
+    def sha256(self) -> str:
+        """Of the bytes that were read.  Computed when a report asks: ``hashlib`` loads OpenSSL's
+        libcrypto, ~3.7 MiB of RSS that a mock agent reading the schema has no use for."""
+        import hashlib
+
+        return hashlib.sha256(self.raw).hexdigest()
 
     @property
     def pinned(self) -> bool:
@@ -191,14 +195,22 @@ def locate_schema(
         path=path,
         source=source,
         version=version,
-        sha256=hashlib.sha256(raw).hexdigest(),
         unstable=unstable,
         data=data,
+        raw=raw,
     )
 
 
 def fetch_into_cache(timeout: float = 60.0) -> Path:
     """Download the pinned SDK tarball, check its sha256, and extract the schemas into the cache."""
+    # Imported here: urllib.request brings ssl, http.client and email, ~7 MiB of RSS in every
+    # process that merely reads the schema (the mock agent's peak RSS budget is 40 MiB).
+    import hashlib
+    import io
+    import tarfile
+    import urllib.error
+    import urllib.request
+
     registry = os.environ.get(REGISTRY_ENV, "").rstrip("/")
     url = f"{registry}/{SDK_PACKAGE}/-/sdk-{PINNED_SDK_VERSION}.tgz" if registry else PINNED_TARBALL
     try:

@@ -384,3 +384,21 @@ def test_dictated_plan_steps() -> None:
     assert dictated_steps(DEFAULT_PLAN_PROMPT) == ["Read the prompt", "Write the reply", "Check the reply"]
     assert dictated_steps("acp:plan Step one; Step two.") == ["Step one", "Step two"]
     assert dictated_steps("no steps here") == ["no steps here"]
+
+
+def test_the_mock_agent_does_not_load_openssl_or_the_http_stack_to_read_the_schema() -> None:
+    """Its peak RSS budget is 40 MiB (issue 18): urllib.request (ssl, http.client) and
+    hashlib (OpenSSL's libcrypto) cost ~7 MiB together, and reading the schema needs neither;
+    only fetching it (``fetch_into_cache``) and a report's ``sha256`` do."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mock_agent.cli\n"
+        "from acp_conformance.schema import locate_schema\n"
+        "from acp_conformance.schema.validator import SchemaValidator\n"
+        "SchemaValidator(locate_schema().data)\n"
+        "print(sorted(m for m in ('ssl', '_hashlib', 'http.client', 'tarfile') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
