@@ -194,8 +194,7 @@ class Peer:
                 # holding the slots are working or waiting for the peer to read our answers;
                 # none waits for a frame of the peer (those gave up their slot).
                 self._reading_paused = True
-                if self._slot_freed is None:
-                    self._slot_freed = anyio.Event()
+                self._slot_freed = self._slot_freed or anyio.Event()
                 await self._slot_freed.wait()
             self._reading_paused = False
         self._dispatch(self.conn.receive_eof())
@@ -220,8 +219,7 @@ class Peer:
         await self._changed.wait()
 
     def _slot_was_freed(self) -> None:
-        """Wake the reader if it stopped for want of a slot.  Like ``_changed``, the event exists
-        only while the reader waits: one per request answered was measurable."""
+        """Wake the reader if it waits for a slot (its event exists only then, like ``_changed``)."""
         freed, self._slot_freed = self._slot_freed, None
         if freed is not None:
             freed.set()
