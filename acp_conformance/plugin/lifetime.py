@@ -46,7 +46,6 @@ class _Interrupt:
 
     asked: str | None = None  # the signal's name, once a running loop was asked to raise it
     raised: bool = False
-    generation = 0  # which ask a pending escalation belongs to
     timer: threading.Timer | None = None  # the pending escalation
 
 
@@ -66,10 +65,12 @@ def raise_pending() -> None:
         _raise(_Interrupt.asked)
 
 
-def _escalate(generation: int) -> None:
-    """From a timer thread: the loop never ran our callback; signal the main thread again, and
-    the second interrupt is raised where it lands."""
-    if _Interrupt.generation == generation and not _Interrupt.raised and signal.getsignal(signal.SIGINT) is _interrupt:
+def _escalate() -> None:
+    """From the timer's thread: the loop never ran our callback; signal the main thread again, and
+    the second interrupt is raised where it lands.  (Only the pending timer may: it is the one
+    ``_raise`` did not cancel.)"""
+    pending = threading.current_thread() is _Interrupt.timer
+    if pending and not _Interrupt.raised and signal.getsignal(signal.SIGINT) is _interrupt:
         signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
 
 
@@ -86,9 +87,8 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
         _Interrupt.raised = True
         raise KeyboardInterrupt(name)
     _Interrupt.asked = name
-    _Interrupt.generation += 1
     loop.call_soon_threadsafe(_raise, name)  # also wakes a loop that sits in select()
-    timer = _Interrupt.timer = threading.Timer(ESCALATE_AFTER, _escalate, (_Interrupt.generation,))
+    timer = _Interrupt.timer = threading.Timer(ESCALATE_AFTER, _escalate)
     timer.daemon = True
     timer.start()
 
