@@ -25,6 +25,7 @@ self-checked too.  A subclass that means to send invalid frames sets
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -78,8 +79,9 @@ END_TURN = "end_turn"
 _BLOCK_TYPES = ("text", "image", "audio", "resource", "resource_link")
 
 
-#: ``[second, its ISO 8601 form]``: the last ``MockAgent.now()``.
-_CLOCK: list[int | str] = [-1, ""]
+@functools.lru_cache(maxsize=1)
+def _iso_second(second: int) -> str:
+    return datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 # --------------------------------------------------------------------------- peer
@@ -515,10 +517,7 @@ class MockAgent:
     def now() -> str:
         """The current second as ``updatedAt`` wants it; formatted once per second, since every
         prompt asks twice (strftime was a visible share of a round trip's CPU)."""
-        second = int(time.time())
-        if _CLOCK[0] != second:
-            _CLOCK[:] = [second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")]
-        return str(_CLOCK[1])
+        return _iso_second(int(time.time()))
 
     # ----------------------------------------------------------------- gating
     def can_read_files(self) -> bool:
