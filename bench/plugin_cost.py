@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -62,7 +62,7 @@ def _suite_collect_cpu_s(project: Path) -> float:
     bindings, collection.  CPU, not wall: it is what every xdist worker pays again."""
     before = os.times()
     subprocess.run(
-        [PY, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q", f"--acp-agent={sys.executable} -m mock_agent"],
+        [PY, "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q", f"--acp-agent={shlex.quote(PY)} -m mock_agent"],
         cwd=project,
         capture_output=True,
         timeout=120,
