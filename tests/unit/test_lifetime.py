@@ -46,9 +46,20 @@ def installed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """A loop the test drives with ``run_until_complete`` itself, as anyio's pytest runner does."""
+    new = asyncio.new_event_loop()
+    try:
+        yield new
+    finally:
+        new.close()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_an_interrupt_inside_a_task_stops_the_loop_with_the_task_intact(installed: None, sig: signal.Signals) -> None:
-    loop = asyncio.new_event_loop()
+def test_an_interrupt_inside_a_task_stops_the_loop_with_the_task_intact(
+    installed: None, loop: asyncio.AbstractEventLoop, sig: signal.Signals
+) -> None:
     wound_down: list[str] = []
 
     async def test_body() -> None:
@@ -59,17 +70,14 @@ def test_an_interrupt_inside_a_task_stops_the_loop_with_the_task_intact(installe
             wound_down.append("cancelled at an await")
             raise
 
-    try:
-        task = loop.create_task(test_body())
-        with pytest.raises(KeyboardInterrupt, match=sig.name):
-            loop.run_until_complete(task)
-        # The old handler raised inside test_body: the task was done, torn by KeyboardInterrupt.
-        assert not task.done(), "the interrupt tore the task instead of stopping the loop"
-        task.cancel()  # what the test runner's teardown does with every task left
-        loop.run_until_complete(asyncio.gather(task, return_exceptions=True))
-        assert wound_down == ["cancelled at an await"]
-    finally:
-        loop.close()
+    task = loop.create_task(test_body())
+    with pytest.raises(KeyboardInterrupt, match=sig.name):
+        loop.run_until_complete(task)
+    # The old handler raised inside test_body: the task was done, torn by KeyboardInterrupt.
+    assert not task.done(), "the interrupt tore the task instead of stopping the loop"
+    task.cancel()  # what the test runner's teardown does with every task left
+    loop.run_until_complete(asyncio.gather(task, return_exceptions=True))
+    assert wound_down == ["cancelled at an await"]
 
 
 def test_an_interrupt_outside_a_loop_is_raised_where_it_lands(installed: None) -> None:
@@ -79,28 +87,27 @@ def test_an_interrupt_outside_a_loop_is_raised_where_it_lands(installed: None) -
     lifetime.raise_pending()  # already raised: nothing left to deliver
 
 
-def test_an_interrupt_after_one_raised_outside_a_loop_is_raised_at_once(installed: None) -> None:
+def test_an_interrupt_after_one_raised_outside_a_loop_is_raised_at_once(
+    installed: None, loop: asyncio.AbstractEventLoop
+) -> None:
     """Ctrl-C between tests, then Ctrl-C again while a fixture's teardown runs the loop: the
     second one must not wait in the loop's queue behind the first (found in review)."""
     with pytest.raises(KeyboardInterrupt):
         signal.raise_signal(signal.SIGINT)
-    loop = asyncio.new_event_loop()
     reached: list[str] = []
 
     async def teardown() -> None:
         signal.raise_signal(signal.SIGINT)
         reached.append("went on after the second Ctrl-C")
 
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            loop.run_until_complete(teardown())
-        assert reached == []
-    finally:
-        loop.close()
+    with pytest.raises(KeyboardInterrupt):
+        loop.run_until_complete(teardown())
+    assert reached == []
 
 
-def test_a_loop_stuck_in_synchronous_code_gets_the_interrupt_anyway(installed: None) -> None:
-    loop = asyncio.new_event_loop()
+def test_a_loop_stuck_in_synchronous_code_gets_the_interrupt_anyway(
+    installed: None, loop: asyncio.AbstractEventLoop
+) -> None:
     reached: list[str] = []
 
     async def stuck() -> None:
@@ -108,17 +115,15 @@ def test_a_loop_stuck_in_synchronous_code_gets_the_interrupt_anyway(installed: N
         time.sleep(10)  # synchronous: the escalation (ESCALATE_AFTER, 0.3 s here) interrupts it
         reached.append("slept it out")
 
-    try:
-        started = time.monotonic()
-        with pytest.raises(KeyboardInterrupt):
-            loop.run_until_complete(stuck())
-        assert reached == [] and time.monotonic() - started < 5
-    finally:
-        loop.close()
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        loop.run_until_complete(stuck())
+    assert reached == [] and time.monotonic() - started < 5
 
 
-def test_a_second_interrupt_is_raised_at_once_for_a_loop_stuck_in_synchronous_code(installed: None) -> None:
-    loop = asyncio.new_event_loop()
+def test_a_second_interrupt_is_raised_at_once_for_a_loop_stuck_in_synchronous_code(
+    installed: None, loop: asyncio.AbstractEventLoop
+) -> None:
     reached: list[str] = []
 
     async def stuck() -> None:
@@ -127,19 +132,14 @@ def test_a_second_interrupt_is_raised_at_once_for_a_loop_stuck_in_synchronous_co
         signal.raise_signal(signal.SIGINT)
         reached.append("after the second")
 
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            loop.run_until_complete(stuck())
-        assert reached == ["after the first"]
-    finally:
-        loop.close()
+    with pytest.raises(KeyboardInterrupt):
+        loop.run_until_complete(stuck())
+    assert reached == ["after the first"]
 
 
 def test_an_interrupt_that_came_as_the_loop_stopped_is_raised_between_tests_and_only_once(
-    installed: None,
+    installed: None, loop: asyncio.AbstractEventLoop
 ) -> None:
-    loop = asyncio.new_event_loop()
-
     async def last_step() -> None:
         # The signal comes in the pass that stops the loop, after run_until_complete's own
         # callback: the callback the handler queues would only run at the loop's next start.
@@ -147,13 +147,10 @@ def test_an_interrupt_that_came_as_the_loop_stopped_is_raised_between_tests_and_
         assert this is not None
         this.add_done_callback(lambda _: signal.raise_signal(signal.SIGTERM))
 
-    try:
-        task = loop.create_task(last_step())
-        loop.run_until_complete(task)
-        assert task.done()
-        with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
-            lifetime.raise_pending()  # the plugin calls this after every test
-        loop.run_until_complete(asyncio.sleep(0))  # the queued callback is stale: teardown goes on
-        lifetime.raise_pending()
-    finally:
-        loop.close()
+    task = loop.create_task(last_step())
+    loop.run_until_complete(task)
+    assert task.done()
+    with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+        lifetime.raise_pending()  # the plugin calls this after every test
+    loop.run_until_complete(asyncio.sleep(0))  # the queued callback is stale: teardown goes on
+    lifetime.raise_pending()
