@@ -147,6 +147,12 @@ class Peer:
         #: passed; ``where`` names this connection in its messages (the test's node id).
         self.deadlines: DeadlineMemory | None = None
         self.where = ""
+        #: Why this connection may no longer be lent to another test (``harness.pool``): set when
+        #: we deliberately sent what a fresh connection would not have got (raw or damaged bytes,
+        #: an unvalidated frame).  ``inbound_filter`` (pooled connections only) keeps an earlier
+        #: lease's late frames out of the current one.
+        self.tainted = ""
+        self.inbound_filter: Callable[[list[Event]], list[Event]] | None = None
 
     # --------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Peer:
@@ -165,6 +171,24 @@ class Peer:
             # The body's own exception (a failed check, a skip) must reach the
             # caller as itself, not wrapped in a group by our reader task group.
             raise single_exception(group) from None
+
+    def rebind(self, transcript: Transcript, seed: list[Event]) -> None:
+        """Hand this open connection to its next user (a pooled connection's next test), as if
+        it had just been initialized: a fresh transcript and event log (``seed``: the events of
+        the handshake), no handlers, listeners, waiters or damage left from the last one.  The
+        caller makes sure nothing is outstanding either way (``harness.pool``)."""
+        self.transcript = transcript
+        self.events = EventLog()
+        for ev in seed:
+            self.events.append(ev)
+        self.handlers, self.default_handler, self.listeners, self._watchers = {}, None, [], []
+        self._responses, self._sent_seq, self._sent_count = {}, {}, 0
+        self.wire_filter, self.tainted, self._unterminated_noted = None, "", 0
+        self.conn.begin_lease()
+
+    def sent(self, key: tuple[str, Any]) -> bool:
+        """Whether we sent a request under this id key since the last ``rebind``."""
+        return key in self._sent_seq
 
     def answer_malformed(self, code: int, message: str) -> None:
         """Answer a line that held no message (what a strict receiver's connection reports)."""
@@ -234,6 +258,8 @@ class Peer:
     def _dispatch(self, events: list[Event]) -> None:
         # The core emits a frame's violations just before the frame's message
         # event (same ``index``); they are attached to that transcript entry.
+        if self.inbound_filter is not None:
+            events = self.inbound_filter(events)
         pending: list[Violation] = []
         for ev in events:
             self._append(ev)
@@ -327,6 +353,7 @@ class Peer:
         holds the pipe up (at most the one writer on the fast path blocks).
         """
         if self.wire_filter is not None and not raw:
+            self.tainted = "frames damaged on purpose"
             # Deliberate damage (broken and hostile test peers): the transcript
             # records exactly what goes on the wire.
             data = self.wire_filter(data)
@@ -381,6 +408,7 @@ class Peer:
 
     async def send_raw(self, data: bytes) -> None:
         """Write bytes exactly as given: for deliberately malformed input."""
+        self.tainted = "raw bytes sent"
         self.conn.note_raw_sent()
         await self._write(data, None, raw=True)
 
@@ -394,6 +422,8 @@ class Peer:
         peer already let this method's deadline pass twice in the run (``DeadlineMemory``)."""
         if self.deadlines is not None:
             self.deadlines.check(method)
+        if not validate:
+            self.tainted = "a request sent unvalidated"
         if self.validator is not None and validate:
             spec = self.validator.spec(method)
             if spec is not None and spec.request is not None:
@@ -411,6 +441,8 @@ class Peer:
         return rid
 
     async def notify(self, method: str, params: Any = None, *, validate: bool = True) -> None:
+        if not validate:
+            self.tainted = "a notification sent unvalidated"
         if self.validator is not None and validate:
             spec = self.validator.spec(method)
             if spec is not None and spec.notification is not None:
@@ -430,6 +462,8 @@ class Peer:
         method: str | None = None,
         validate: bool = True,
     ) -> None:
+        if not validate:
+            self.tainted = "an answer sent unvalidated"
         if self.validator is not None and validate and method is not None:
             self._check_outbound(
                 f"{method} result",

@@ -166,6 +166,11 @@ class Connection:
             v.index,
         )
 
+    def begin_lease(self) -> None:
+        """The connection passes to a new user (a pooled connection's next test): the notifications
+        an earlier user sent no longer explain an answer without an id (``_idless``)."""
+        self._notified.clear()
+
     def note_raw_sent(self) -> None:
         """We wrote bytes ourselves (a malformed frame on purpose): an answer without an id may be to them."""
         self._raw_sent = True

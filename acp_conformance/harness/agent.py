@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from acp_conformance.core.connection import Role
 from acp_conformance.core.events import Response
@@ -50,10 +50,13 @@ from acp_conformance.prompts import (
     DEFAULT_PROMPT,
     DEFAULT_TOOL_PROMPT,
 )
-from acp_conformance.results import Status
+from acp_conformance.results import ClauseResult, Status
 from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transcript import Transcript, redactor
 from acp_conformance.transport.process import ProcessTransport, spawn
+
+if TYPE_CHECKING:
+    from acp_conformance.harness.pool import ConnectionPool, Pooled
 
 __all__ = ["AcpSpecWarning", "AgentConfig", "AgentHarness", "Connection", "PreparedPeer", "judge_transcript"]
 # AcpSpecWarning and judge_transcript live in harness.base; re-exported here for the suites.
@@ -109,13 +112,41 @@ class Connection:
         return list(self.transport.stderr_tail)[-n:]
 
 
+async def handshake(peer: Peer, client: ClientEndpoint, config: AgentConfig, protocol_version: Any) -> None:
+    """``initialize`` (and ``authenticate`` when configured), remembering per run how handshakes
+    with this command went (``liveness``): the one handshake of a fresh and of a pooled connection."""
+    seen = liveness("agent", config.command)
+    try:
+        result = await peer.request(
+            "initialize",
+            {
+                "protocolVersion": protocol_version,
+                "clientCapabilities": client.capabilities.to_wire(),
+                "clientInfo": client.client_info,
+            },
+            timeout=config.startup_timeout,
+        )
+    except (PeerTimeout, PeerExited) as exc:
+        seen.failures.append(exc.message)
+        raise
+    seen.ok = True
+    client.init_result = result if isinstance(result, dict) else {}
+    if config.auth_method:
+        await peer.request("authenticate", {"methodId": config.auth_method})
+
+
 class AgentHarness(HarnessBase):
     """One test's view of the agent under test."""
 
     peer_word = "agent"
 
     def __init__(
-        self, config: AgentConfig, validator: SchemaValidator, workdir: str | os.PathLike[str], label: str = ""
+        self,
+        config: AgentConfig,
+        validator: SchemaValidator,
+        workdir: str | os.PathLike[str],
+        label: str = "",
+        pool: ConnectionPool | None = None,
     ) -> None:
         super().__init__(label)
         self.config = config
@@ -124,6 +155,13 @@ class AgentHarness(HarnessBase):
         self.connections: list[Connection] = []
         self.setups: list[PreparedPeer] = []
         self._n = 0
+        #: Warm connections to borrow from (``--acp-isolation=connection``); ``None`` starts a
+        #: process per connection.  A test borrows for its first connection only, and gives it
+        #: back in ``release`` when the test is over (``harness.pool`` decides whether it is kept).
+        self.pool = pool
+        self._lease: tuple[Pooled, ClientEndpoint] | None = None
+        self._why_not = ""
+        self._peer_dir = self.workdir / "peer"
 
     def evidence(self, conn: Connection | None = None, last: int = 40) -> str:
         conn = conn or (self.connections[-1] if self.connections else None)
@@ -173,13 +211,19 @@ class AgentHarness(HarnessBase):
                 f"not started again: the agent failed its first {len(seen.failures)} handshakes in this "
                 f"run and never completed one (last: {seen.failures[-1]})"
             )
+        if self.pool is not None and initialize and not self.connections:
+            async with self._leased(sandbox, transcript, capabilities, permission, protocol_version, terminals) as conn:
+                yield conn
+            return
+        if self._lease is not None:
+            self._why_not = self._why_not or "the test started another agent process beside it"
         async with AsyncExitStack() as stack:
             env = dict(self.config.env)
             if self.config.setup is not None:
                 # A peer profile: per-connection HOME, config files, a scripted model endpoint...
                 # One directory per test, shared by its connections: a second process must see
                 # the first one's persisted sessions (session/load from a fresh process).
-                prepared = await stack.enter_async_context(self.config.setup(self.workdir / "peer"))
+                prepared = await stack.enter_async_context(self.config.setup(self._peer_dir))
                 env.update(prepared.env)
                 self.setups.append(prepared)
             async with self._connected(
@@ -195,6 +239,73 @@ class AgentHarness(HarnessBase):
                 terminals,
             ) as conn:
                 yield conn
+
+    @asynccontextmanager
+    async def _leased(
+        self,
+        sandbox: Sandbox,
+        transcript: Transcript,
+        capabilities: ClientCapabilities | None,
+        permission: PermissionPolicy | str,
+        protocol_version: Any,
+        terminals: VirtualTerminals | None,
+    ) -> AsyncIterator[Connection]:
+        """A warm connection from the pool, made to look like a fresh one: its handshake heads
+        ``transcript``, and the peer's log, handlers and damage start over (``Peer.rebind``)."""
+        __tracebackhide__ = True
+        assert self.pool is not None
+        try:
+            pooled = await self.pool.lease(transcript, capabilities, protocol_version)
+        except PeerError:
+            self.results.extend(judge_transcript(transcript, "agent"))  # the handshake, judged as always
+            raise
+        peer = pooled.live_peer
+        peer.rebind(transcript, pooled.seed_events)
+        peer.inbound_filter = pooled.late_frames
+        peer.deadlines = deadline_memory(self.config.command)
+        peer.where = self.label or "an earlier test"
+        transport = pooled.transport
+        assert transport is not None
+
+        def on_stderr(line: str) -> None:
+            transcript.add("stderr", line)
+
+        transport.on_stderr = on_stderr
+        client = ClientEndpoint(
+            peer, capabilities=capabilities, sandbox=sandbox, permission=permission, terminals=terminals
+        )
+        client.init_result = dict(pooled.init_result)
+        self._remember_peer(client.init_result)
+        if pooled.prepared is not None:
+            self.setups.append(pooled.prepared)
+            self._peer_dir = pooled.directory / "peer"
+            probe = getattr(pooled.prepared, "holding", None)
+            if callable(probe):
+                client.hold_probes.append(probe)
+        conn = Connection(client, transport, transcript, sandbox)
+        self.connections.append(conn)
+        self._lease = (pooled, client)
+        failed = True
+        try:
+            try:
+                yield conn
+                failed = False
+            finally:
+                found = self._judge(peer, transcript)
+                if failed:
+                    self._why_not = "the test did not complete"
+            self._raise_findings(found)
+        except PeerError as exc:
+            self._stderr_into(exc, transport)
+            raise
+
+    def release(self) -> None:
+        """The test is over: the borrowed connection goes back to the pool, or is retired."""
+        if self.pool is None or self._lease is None:
+            return
+        pooled, client = self._lease
+        self._lease = None
+        self.pool.give_back(pooled, client, self.results, self._why_not)
 
     @asynccontextmanager
     async def _connected(
@@ -255,62 +366,54 @@ class AgentHarness(HarnessBase):
                     failed = True
                     try:
                         if initialize:
-                            seen = liveness("agent", self.config.command)
-                            try:
-                                result = await peer.request(
-                                    "initialize",
-                                    {
-                                        "protocolVersion": protocol_version,
-                                        "clientCapabilities": client.capabilities.to_wire(),
-                                        "clientInfo": client.client_info,
-                                    },
-                                    timeout=self.config.startup_timeout,
-                                )
-                            except (PeerTimeout, PeerExited) as exc:
-                                seen.failures.append(exc.message)
-                                raise
-                            seen.ok = True
-                            client.init_result = result if isinstance(result, dict) else {}
-                            self._remember_peer(client.init_result)
-                            if self.config.auth_method:
-                                await peer.request("authenticate", {"methodId": self.config.auth_method})
+                            await handshake(peer, client, self.config, protocol_version)
+                            self._remember_peer(client.init_result or {})
                         yield conn
                         failed = False
                     finally:
-                        # Judge the transcript even when the test body failed: the
-                        # violations are evidence either way.  Half a line still in the
-                        # decoder is shown first (its EOF violation would come too late).
-                        peer.note_unterminated()
-                        if self.peer_info is None:
-                            self._remember_peer_from(peer)
-                        found = judge_transcript(transcript, "agent")
-                        extra = self._setup_evidence()
-                        for r in found:
-                            if extra and r.evidence and r.status is not Status.PASS:
-                                r.evidence += extra  # e.g. what the adapter asked the scripted model
-                        self.results.extend(found)
+                        found = self._judge(peer, transcript)
                 if not failed:
-                    if self.pending_failure is not None:
-                        # The body ran to its end; a MUST it judged without stopping failed.
-                        self.body_completed = True
-                        pending, self.pending_failure = self.pending_failure, None
-                        raise pending
-                    hard = [r for r in found if r.status is Status.FAIL]
-                    if hard:
-                        first = hard[0]
-                        # The body's own checks all passed; only the stream-level
-                        # clauses found here failed (see the plugin's bookkeeping).
-                        self.body_completed = True
-                        raise ConformanceFailure(first.clause, "a conforming stream", first.message)
+                    self._raise_findings(found)
         except PeerError as exc:
-            # The agent may say why it stopped after closing its stdout (a crash report): the
-            # message is made after teardown, which drained its stderr, from the final tail.
-            if spawned and len(spawned[0].stderr_tail) > 0:
-                exc.stderr_tail = list(spawned[0].stderr_tail)[-20:]
+            self._stderr_into(exc, spawned[0] if spawned else None)
             raise
         finally:
             if spawned:
                 exits.note(spawned[0].outlived_eof)
+
+    def _judge(self, peer: Peer, transcript: Transcript) -> list[ClauseResult]:
+        """Judge the transcript even when the test body failed: the violations are evidence either
+        way.  Half a line still in the decoder is shown first (its EOF violation would come too late)."""
+        peer.note_unterminated()
+        if self.peer_info is None:
+            self._remember_peer_from(peer)
+        found = judge_transcript(transcript, "agent")
+        extra = self._setup_evidence()
+        for r in found:
+            if extra and r.evidence and r.status is not Status.PASS:
+                r.evidence += extra  # e.g. what the adapter asked the scripted model
+        self.results.extend(found)
+        return found
+
+    def _raise_findings(self, found: list[ClauseResult]) -> None:
+        """After a body that ran to its end: a MUST it judged without stopping, else the first
+        stream-level FAIL, fails the test (see the plugin's bookkeeping)."""
+        __tracebackhide__ = True
+        if self.pending_failure is not None:
+            self.body_completed = True
+            pending, self.pending_failure = self.pending_failure, None
+            raise pending
+        hard = [r for r in found if r.status is Status.FAIL]
+        if hard:
+            self.body_completed = True
+            raise ConformanceFailure(hard[0].clause, "a conforming stream", hard[0].message)
+
+    @staticmethod
+    def _stderr_into(exc: PeerError, transport: ProcessTransport | None) -> None:
+        """The agent may say why it stopped after closing its stdout (a crash report): the
+        message is made after teardown, which drained its stderr, from the final tail."""
+        if transport is not None and len(transport.stderr_tail) > 0:
+            exc.stderr_tail = list(transport.stderr_tail)[-20:]
 
     def _remember_peer_from(self, peer: Peer) -> None:
         """Tests that send their own ``initialize`` (the initialization tests, often all a partial run

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 
 from acp_conformance.plugin import options
-from acp_conformance.plugin.fixtures import acp_agent, acp_client
+from acp_conformance.plugin.fixtures import acp_agent, acp_agent_pool, acp_client
 from acp_conformance.plugin.keys import HARNESS, STATE
 
-__all__ = ["acp_agent", "acp_client"]
+__all__ = ["acp_agent", "acp_agent_pool", "acp_client"]
 
 _REPORTER = "acp-conformance-reporter"
 
@@ -39,6 +39,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "acp_clause(*ids): the ACP clause ids this test checks")
+    config.addinivalue_line(
+        "markers", "acp_own_process: this test starts the agent afresh even under --acp-isolation=connection"
+    )
     agent, client = config.getoption("acp_agent"), config.getoption("acp_client")
     for name, value in (("--acp-agent", agent), ("--acp-client", client)):
         if value is not None and not value.strip():

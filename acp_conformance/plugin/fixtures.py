@@ -7,7 +7,8 @@ once the test is over.  Without the matching ``--acp-*`` option the fixture skip
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,21 +19,61 @@ from acp_conformance.plugin.keys import HARNESS, STATE
 if TYPE_CHECKING:
     from acp_conformance.harness.agent import AgentHarness
     from acp_conformance.harness.client import ClientHarness
+    from acp_conformance.harness.pool import ConnectionPool
 
-__all__ = ["acp_agent", "acp_client"]
+__all__ = ["OWN_PROCESS", "acp_agent", "acp_agent_pool", "acp_client"]
+
+
+#: A test (or module, ``pytestmark``) that must have an agent process of its own even under
+#: ``--acp-isolation=connection``: it changes what a later test would see of the process.
+OWN_PROCESS = "acp_own_process"
 
 
 @pytest.fixture
-def acp_agent(request: pytest.FixtureRequest, tmp_path: Path) -> AgentHarness:
+def acp_agent(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AgentHarness]:
     """The agent under test: ``async with acp_agent.connect() as conn: ...``."""
     from acp_conformance.harness.agent import AgentHarness
 
     state = request.config.stash.get(STATE, None)
     if state is None or state.agent is None:
         pytest.skip("no --acp-agent given")
-    harness = AgentHarness(state.agent, state.validator, tmp_path, label=request.node.nodeid)
+    pool = None
+    if (
+        request.config.getoption("acp_isolation") == "connection"
+        and request.node.get_closest_marker(OWN_PROCESS) is None
+    ):
+        pool = request.getfixturevalue("acp_agent_pool")
+    harness = AgentHarness(state.agent, state.validator, tmp_path, label=request.node.nodeid, pool=pool)
     request.node.stash[HARNESS] = harness
-    return harness
+    yield harness
+    harness.release()
+
+
+@pytest.fixture(scope="session")
+async def acp_agent_pool(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[ConnectionPool]:
+    """The warm agent connections of this pytest process (``--acp-isolation=connection``).
+
+    Session-scoped and async: the pool's task group owns the processes, so the anyio runner (and
+    its event loop) lives as long as the pool does; the suite's ``anyio_backend`` is session-scoped
+    for that reason."""
+    import tempfile
+
+    import anyio
+
+    from acp_conformance.harness.pool import ConnectionPool
+
+    state = request.config.stash[STATE]
+    assert state.agent is not None
+    root = tmp_path_factory.mktemp("acp-pool")
+    async with anyio.create_task_group() as tg:
+        pool = ConnectionPool(tg, state.agent, state.validator, root, state.agent.cwd or tempfile.gettempdir())
+        try:
+            yield pool
+        finally:
+            await pool.aclose()
+            sys.stderr.write(pool.summary() + "\n")
 
 
 @pytest.fixture

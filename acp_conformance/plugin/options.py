@@ -102,6 +102,14 @@ def _agent_options(g: Any) -> None:
     )
     g.addoption("--acp-agent-cwd", metavar="DIR", help="working directory of the agent process")
     g.addoption(
+        "--acp-isolation",
+        choices=("process", "connection"),
+        default="process",
+        help="process (default): every test starts the agent afresh; connection: tests that need only a fresh "
+        "session borrow a warm, initialized agent process, which goes back only if the test left it as a fresh "
+        "one would be (docs/isolation.md)",
+    )
+    g.addoption(
         "--acp-prompt", default=DEFAULT_PROMPT, help="prompt text used for plain prompt turns (steer real agents)"
     )
     g.addoption(

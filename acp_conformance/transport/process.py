@@ -45,6 +45,7 @@ import atexit
 import contextlib
 import os
 import secrets
+import select
 import shlex
 import signal
 import subprocess
@@ -265,6 +266,22 @@ class ProcessTransport:
                 self.returncode,
                 list(self.stderr_tail),
             ) from None
+
+    def has_unread(self) -> bool:
+        """Whether the agent wrote output (or closed it) that we have not read yet; ``True`` when
+        we cannot tell.  Never waits: asyncio's read buffer, then the pipe, polled."""
+        stream = getattr(self._stdout, "_stream", None)
+        if stream is None or getattr(stream, "_buffer", None) or getattr(stream, "_eof", False):
+            return True
+        pipe_transport = getattr(stream, "_transport", None)
+        pipe = pipe_transport.get_extra_info("pipe") if pipe_transport is not None else None
+        if pipe is None:
+            return True
+        try:
+            ready, _, _ = select.select([pipe.fileno()], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(ready)
 
     async def receive(self) -> bytes:
         if self._stdout is None:

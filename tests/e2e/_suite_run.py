@@ -25,6 +25,10 @@ class SuiteRun:
     def statuses(self) -> dict[str, str]:
         return {c["id"]: c["status"] for c in self.report["clauses"]}
 
+    def per_test(self) -> dict[tuple[str, str], str]:
+        """Every (clause, test) result: what must not depend on ``--acp-isolation``."""
+        return {(c["id"], t["nodeid"]): t["status"] for c in self.report["clauses"] for t in c["tests"]}
+
     def with_status(self, *wanted: str) -> set[str]:
         return {cid for cid, s in self.statuses().items() if s in wanted}
 
@@ -47,6 +51,7 @@ WITH_US = (
 def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240, role: str = "agent") -> SuiteRun:
     """``pytest --acp-agent=AGENT`` (``role="client"``: ``--acp-client``) in a fresh directory,
     the way a user runs it."""
+    tmp.mkdir(parents=True, exist_ok=True)
     report = tmp / "report.json"
     env = dict(os.environ)
     env.pop("PYTEST_XDIST_WORKER", None)
@@ -63,6 +68,27 @@ def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240, role: st
     if not report.is_file():
         pytest.fail(f"no report written (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return SuiteRun(proc.returncode, proc.stdout, json.loads(report.read_text()))
+
+
+def isolation_differences(process: SuiteRun, connection: SuiteRun) -> list[str]:
+    """Where a run with ``--acp-isolation=connection`` judged otherwise than one with a process per
+    test: per clause, then per test wherever both runs judged the clause in that test (empty when
+    they agree).  A shape check one run made and the other did not is no disagreement: a race a
+    test provokes (cancel right after allowing a write) decides which frames exist to be judged."""
+    out = []
+    a, b = process.statuses(), connection.statuses()
+    out += [
+        f"{cid}: {a.get(cid)} with a process per test, {b.get(cid)} with reuse"
+        for cid in sorted(a.keys() | b.keys())
+        if a.get(cid) != b.get(cid)
+    ]
+    ta, tb = process.per_test(), connection.per_test()
+    out += [
+        f"{cid} in {node}: {ta[cid, node]} with a process per test, {tb[cid, node]} with reuse"
+        for cid, node in sorted(ta.keys() & tb.keys())
+        if ta[cid, node] != tb[cid, node]
+    ]
+    return out
 
 
 def check_full_verdict(run: SuiteRun, fails: bool) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e._suite_run import ROOT, live_processes_matching, run_suite
+from tests.e2e._suite_run import ROOT, isolation_differences, live_processes_matching, run_suite
 
 PY = sys.executable
 REFERENCE = f"{PY} -m mock_agent"
@@ -37,8 +37,13 @@ def _pytest(tmp: Path, *args: str, env: dict[str, str] | None = None) -> subproc
 def test_reference_agent_is_conformant_serially_and_under_xdist(tmp_path: Path) -> None:
     (tmp_path / "serial").mkdir()
     (tmp_path / "xdist").mkdir()
-    serial = run_suite(REFERENCE, tmp_path / "serial")
-    parallel = run_suite(REFERENCE, tmp_path / "xdist", "-n", "2")
+    serial = run_suite(REFERENCE, tmp_path / "serial", "--acp-isolation=process")
+    parallel = run_suite(REFERENCE, tmp_path / "xdist", "--acp-isolation=process", "-n", "2")
+    # Connection reuse must not change a single result either, clause by clause and test by test.
+    pooled = run_suite(REFERENCE, tmp_path / "pooled", "--acp-isolation=connection")
+    pooled_parallel = run_suite(REFERENCE, tmp_path / "pooled-xdist", "--acp-isolation=connection", "-n", "2")
+    assert not isolation_differences(serial, pooled)
+    assert not isolation_differences(parallel, pooled_parallel)
     for run in (serial, parallel):
         assert run.report["verdict"]["conformant"], run.stdout[-3000:]
         assert run.returncode == 0

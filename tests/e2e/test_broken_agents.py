@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from acp_conformance.plugin.bindings import bindings, passive_clauses
-from tests.e2e._suite_run import BROKEN, check_full_verdict, live_processes_matching, run_suite
+from tests.e2e._suite_run import BROKEN, check_full_verdict, isolation_differences, live_processes_matching, run_suite
 from tests.peers.broken_agents import BREAKAGES
 
 PY = sys.executable
@@ -69,18 +69,17 @@ def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> Non
         # none of them the valid frame its breakage dies on; a full proof of assumes-meta-strings
         # once missed the _meta example its declared ext.meta.everywhere FAIL comes from).
         select += ["--acp-fuzz-seconds=600"]
-    run = run_suite(
-        # The breakage's own options last: they may override the selection's (a longer shrink).
-        f"{PY} {BROKEN} {name}",
-        tmp_path,
+    args = (
         "--acp-timeout=3",
         "--acp-startup-timeout=3",
         *select,
+        # The breakage's own options last: they may override the selection's (a longer shrink).
         *b.suite_args,
-        # The whole suite against a peer that makes many tests wait out a deadline (ids it never
-        # echoes, a method it never answers) takes minutes on a loaded machine; a targeted run seconds.
-        timeout=240 if targeted else 600,
     )
+    # The whole suite against a peer that makes many tests wait out a deadline (ids it never
+    # echoes, a method it never answers) takes minutes on a loaded machine; a targeted run seconds.
+    timeout = 240 if targeted else 600
+    run = run_suite(f"{PY} {BROKEN} {name}", tmp_path / "process", "--acp-isolation=process", *args, timeout=timeout)
     findings = run.with_status("FAIL", "WARN", "INFO")
     assert run.statuses()[b.breaks] == b.status, run.stdout[-3000:]
     declared = {b.breaks} | b.also
@@ -98,3 +97,11 @@ def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> Non
         check_full_verdict(run, b.status == "FAIL" or bool(b.also & run.with_status("FAIL")))
     left = live_processes_matching(f"{BROKEN} {name} ")  # the space: not a longer name
     assert not left, f"the suite left agent processes running: {left}"
+    # Connection reuse never changes a verdict: the same findings, clause by clause and test by test.
+    pooled = run_suite(
+        f"{PY} {BROKEN} {name}", tmp_path / "connection", "--acp-isolation=connection", *args, timeout=timeout
+    )
+    differences = isolation_differences(run, pooled)
+    assert not differences, f"{name}: --acp-isolation=connection judged otherwise:\n" + "\n".join(differences)
+    left = live_processes_matching(f"{BROKEN} {name} ")
+    assert not left, f"the suite left agent processes running with reuse: {left}"

@@ -20,7 +20,8 @@ from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, not_applicable
 from acp_conformance.suite.agent._helpers import AUTH_REQUIRED, describe, error_code, short
 
-pytestmark = pytest.mark.anyio
+# Own process under --acp-isolation=connection: authenticating changes what every later request of the process may do.
+pytestmark = [pytest.mark.anyio, pytest.mark.acp_own_process]
 
 
 def _methods(conn: Connection) -> list[Any]:

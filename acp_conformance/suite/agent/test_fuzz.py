@@ -50,6 +50,10 @@ from acp_conformance.fuzz.campaign import (
 from acp_conformance.fuzz.campaign import run_campaign as _run_campaign
 from acp_conformance.harness import AgentHarness, Connection
 
+# Own process under --acp-isolation=connection: campaigns run in a thread of their own and send
+# what no fresh connection would get.
+pytestmark = pytest.mark.acp_own_process
+
 
 class AgentFrameFuzzer(FrameFuzzer):
     """Frames to the agent under test, aimed at a live session in the sandbox."""

@@ -29,7 +29,8 @@ from acp_conformance.suite.agent._helpers import (
     short,
 )
 
-pytestmark = pytest.mark.anyio
+# Own process under --acp-isolation=connection: session/list would show the sessions of earlier tests.
+pytestmark = [pytest.mark.anyio, pytest.mark.acp_own_process]
 
 #: Longest session/list paging the suite follows before calling it endless.
 MAX_PAGES = 20

@@ -41,6 +41,10 @@ from acp_conformance.fuzz.stateful import CLAUSES, STEPS, StatefulContext, machi
 from acp_conformance.harness import AgentHarness
 from acp_conformance.results import Status
 
+# Own process under --acp-isolation=connection: the machine runs in a thread of its own and explores
+# state a later test would inherit.
+pytestmark = pytest.mark.acp_own_process
+
 ENV_OUT = "ACP_FUZZ_OUT"
 
 

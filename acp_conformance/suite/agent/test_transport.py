@@ -7,7 +7,8 @@ import pytest
 from acp_conformance.harness import AgentHarness
 from acp_conformance.suite._support import new_session, run_turn
 
-pytestmark = pytest.mark.anyio
+# Own process under --acp-isolation=connection: closes pipes and watches the process exit.
+pytestmark = [pytest.mark.anyio, pytest.mark.acp_own_process]
 
 
 @pytest.mark.acp_clause(

@@ -1,0 +1,293 @@
+"""Warm agent connections, lent to one test at a time (``--acp-isolation=connection``).
+
+Most agent tests need a fresh *session*, not a fresh *process*; starting a Node-based adapter
+costs 1.5-2 s before ``initialize`` is answered, more than many tests take.  The pool keeps, per
+pytest process, initialized agent connections keyed by what a test asks of ``initialize`` (the
+client capabilities and the protocol version), and lends one to each test that has no reason to
+need a process of its own.
+
+A verdict must not depend on the mode, so a lent connection looks to its test exactly like a
+fresh one (``AgentHarness._leased``): its own transcript and event log, seeded with the
+handshake's frames, its own client endpoint, sandbox and handlers.  And a connection goes back to
+the pool only when it shows nothing a fresh one would not (``refusal``): the test completed, it
+left no request unanswered either way, no finding, no damage sent on purpose, no terminal, no
+late frame, no output we had not read.  Anything else retires the process.  A frame an earlier
+test's sessions or requests provoke, arriving in a later test, is kept out of that test's
+evidence (``_late``): in process mode it would have gone to a process already torn down.
+
+The pool's connections live in the pool's own task group (the session-long anyio runner, see
+``plugin.fixtures``): each is one owner task holding the process, the ``Peer`` and the profile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+import orjson
+
+from acp_conformance.core import jsonrpc
+from acp_conformance.core.connection import Role
+from acp_conformance.core.events import Event, Notification, Request, Response, Violation
+from acp_conformance.endpoints.client import ClientCapabilities, ClientEndpoint
+from acp_conformance.errors import PeerError
+from acp_conformance.harness.agent import AgentConfig, PreparedPeer, handshake
+from acp_conformance.peer import Peer
+from acp_conformance.results import ClauseResult, Status
+from acp_conformance.transcript import Entry, Transcript
+from acp_conformance.transport.process import ProcessTransport, spawn
+
+if TYPE_CHECKING:
+    from acp_conformance.schema.validator import SchemaValidator
+
+__all__ = ["MAX_LEASES", "ConnectionPool", "Pooled", "pool_key"]
+
+#: A connection is retired after this many tests, however clean: sessions pile up in the agent.
+MAX_LEASES = 30
+
+#: Statuses a lent connection may have given without being retired (anything else is a finding).
+_CLEAN = (Status.PASS, Status.NOT_APPLICABLE)
+
+
+def pool_key(capabilities: ClientCapabilities | None, protocol_version: Any) -> bytes:
+    """What a test asks of ``initialize``: connections are lent only to tests that ask the same."""
+    wire = (capabilities or ClientCapabilities()).to_wire()
+    return orjson.dumps([wire, protocol_version], option=orjson.OPT_SORT_KEYS)
+
+
+class Pooled:
+    """One agent process the pool owns, initialized once and lent to one test at a time."""
+
+    def __init__(self, key: bytes, directory: Path) -> None:
+        self.key = key
+        self.directory = directory
+        self.retire = anyio.Event()
+        self.done = anyio.Event()
+        self.transport: ProcessTransport | None = None
+        self.peer: Peer | None = None
+        self.init_result: dict[str, Any] = {}
+        self.prepared: PreparedPeer | None = None
+        #: The handshake as a fresh connection's transcript and event log would hold it.
+        self.seed_entries: list[Entry] = []
+        self.seed_events: list[Event] = []
+        self.leases = 0
+        #: Session ids and request ids of earlier tests: their late frames are not evidence of later ones.
+        self.sessions: set[str] = set()
+        self.request_ids: set[tuple[str, Any]] = set()
+        self.diverted = 0
+
+    @property
+    def live_peer(self) -> Peer:
+        assert self.peer is not None, "a pooled connection is lent only once started"
+        return self.peer
+
+    def late_frames(self, events: list[Event]) -> list[Event]:
+        """``Peer.inbound_filter``: drop the frames (with their violations) that answer or concern
+        an earlier test's requests and sessions."""
+        late = {ev.index for ev in events if not isinstance(ev, Violation) and self._is_late(ev)}
+        if not late:
+            return events
+        self.diverted += len(late)
+        return [ev for ev in events if ev.index not in late]
+
+    def _is_late(self, ev: Event) -> bool:
+        if isinstance(ev, Response):
+            # An id an earlier test used that this one has not sent again (a duplicate or late answer).
+            key = jsonrpc.id_key(ev.id)
+            return key in self.request_ids and not self.live_peer.sent(key)
+        if isinstance(ev, (Request, Notification)) and isinstance(ev.params, dict):
+            sid = ev.params.get("sessionId")
+            return isinstance(sid, str) and sid in self.sessions
+        return False
+
+    def remember(self, transcript: Transcript) -> None:
+        """After a test: its sessions and request ids become "earlier" for the tests after it."""
+        for entry in transcript.entries:
+            msg = entry.message
+            if not (entry.is_frame and isinstance(msg, dict)):
+                continue
+            if entry.direction == "out" and "method" in msg and "id" in msg and jsonrpc.is_valid_id(msg["id"]):
+                self.request_ids.add(jsonrpc.id_key(msg["id"]))
+            for part in (msg.get("params"), msg.get("result")):
+                sid = part.get("sessionId") if isinstance(part, dict) else None
+                if isinstance(sid, str):
+                    self.sessions.add(sid)
+
+    def unread_output(self) -> bool:
+        """Whether the agent wrote anything since we last looked (or we cannot tell)."""
+        peer = self.live_peer
+        if peer.closed.is_set() or peer.transcript.frames_total or peer.conn.unterminated()[0]:
+            return True
+        return self.transport is None or self.transport.has_unread()
+
+
+def refusal(pooled: Pooled, client: ClientEndpoint, results: list[ClauseResult]) -> str:
+    """Why the connection a test used must not be lent again ("" when it may): anything in which
+    it may differ from a freshly started and initialized one."""
+    peer = pooled.live_peer
+    transport = pooled.transport
+    reasons = [
+        (peer.closed.is_set() or transport is None or transport.returncode is not None, "the agent exited"),
+        (bool(peer.tainted), peer.tainted),
+        (pooled.diverted > 0, "late frames of an earlier test arrived"),
+        (any(r.status not in _CLEAN for r in results), "the test found something"),
+        (any(isinstance(e, Violation) for e in peer.events), "a violation was recorded"),
+        (bool(peer.conn.pending_outgoing), "a request of ours is unanswered"),
+        (bool(peer.conn.pending_incoming), "a request of the agent is unanswered"),
+        (peer.conn.unterminated()[0] > 0, "the agent left half a line"),
+        (peer.outbox.queued_bytes > 0, "answers of ours are still queued"),
+        (bool(client.held), "a request was held"),
+        (any(not t.released for t in client.terminals.terminals.values()), "a terminal is left"),
+        (pooled.leases >= MAX_LEASES, f"lent {MAX_LEASES} times"),
+    ]
+    return next((why for bad, why in reasons if bad), "")
+
+
+class ConnectionPool:
+    """The warm connections of one pytest process, for one agent command."""
+
+    def __init__(
+        self, tg: anyio.abc.TaskGroup, config: AgentConfig, validator: SchemaValidator, root: Path, cwd: str
+    ) -> None:
+        self.tg = tg
+        self.config = config
+        self.validator = validator
+        self.root = root
+        self.cwd = cwd
+        self.idle: list[Pooled] = []
+        self.owned: list[Pooled] = []
+        self.started = 0
+        self.lent = 0
+        self.retired: dict[str, int] = {}
+
+    async def lease(
+        self, transcript: Transcript, capabilities: ClientCapabilities | None, protocol_version: Any
+    ) -> Pooled:
+        """An idle connection made for the same ``initialize`` that saw nothing since its last test,
+        its handshake copied into ``transcript``; else a new one whose startup ``transcript``
+        records (its startup errors are the caller's, as a fresh connection's would be)."""
+        key = pool_key(capabilities, protocol_version)
+        for pooled in list(self.idle):
+            if pooled.key != key:
+                continue
+            self.idle.remove(pooled)
+            if pooled.unread_output():
+                self._retire(pooled, "the agent wrote between two tests")
+                continue
+            for e in pooled.seed_entries:
+                copy = transcript.add(e.direction, e.raw, e.message)
+                for v in e.violations:
+                    transcript.violation(v, copy)
+            pooled.leases += 1
+            self.lent += 1
+            return pooled
+        self.started += 1
+        pooled = Pooled(key, self.root / f"pooled-{self.started}")
+        pooled.directory.mkdir(parents=True, exist_ok=True)
+        self.owned.append(pooled)
+        try:
+            await self.tg.start(self._own, pooled, transcript, capabilities, protocol_version)
+        except PeerError as exc:
+            if pooled.transport is not None and len(pooled.transport.stderr_tail) > 0:
+                exc.stderr_tail = list(pooled.transport.stderr_tail)[-20:]
+            raise
+        pooled.leases = 1
+        self.lent += 1
+        return pooled
+
+    def give_back(self, pooled: Pooled, client: ClientEndpoint, results: list[ClauseResult], why_not: str) -> None:
+        """After the test (its ``results``): keep the connection for the next one, or retire it
+        (``why_not``, the harness's own reason, else ``refusal``'s)."""
+        pooled.remember(pooled.live_peer.transcript)
+        why_not = why_not or refusal(pooled, client, results)
+        if why_not:
+            self._retire(pooled, why_not)
+            return
+        peer = pooled.live_peer
+        peer.rebind(Transcript(label="idle"), [])  # anything written now shows in ``unread_output``
+        peer.inbound_filter = None
+        if pooled.transport is not None:
+            pooled.transport.on_stderr = None
+        self.idle.append(pooled)
+
+    def _retire(self, pooled: Pooled, why: str) -> None:
+        self.retired[why] = self.retired.get(why, 0) + 1
+        pooled.retire.set()
+
+    async def aclose(self) -> None:
+        """Tear every process down (at the end of the run, or when it is interrupted)."""
+        for pooled in self.owned:
+            pooled.retire.set()
+        with anyio.CancelScope(shield=True):
+            for pooled in self.owned:
+                await pooled.done.wait()
+
+    def summary(self) -> str:
+        why = ", ".join(f"{n}x {reason}" for reason, n in sorted(self.retired.items()))
+        return f"acp-conformance: {self.lent} agent connections lent, {self.started} processes started" + (
+            f"; retired: {why}" if why else ""
+        )
+
+    async def _own(
+        self,
+        pooled: Pooled,
+        transcript: Transcript,
+        capabilities: ClientCapabilities | None,
+        protocol_version: Any,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """The owner task: start, initialize, then hold the connection open until retired.  Errors
+        before ``started`` are the leasing test's; after it, the process's end is seen by the test
+        through its ``Peer`` (``PeerExited``), so nothing here may take the pool's task group down."""
+        started = False
+        try:
+            async with AsyncExitStack() as stack:
+                config = self.config
+                env = dict(config.env)
+                if config.setup is not None:
+                    prepared = await stack.enter_async_context(config.setup(pooled.directory / "peer"))
+                    env.update(prepared.env)
+                    pooled.prepared = prepared
+                grace = min(2.0, config.timeout)
+
+                def on_stderr(line: str) -> None:
+                    transcript.add("stderr", line)
+
+                transport = await stack.enter_async_context(
+                    spawn(config.command, env=env, cwd=self.cwd, on_stderr=on_stderr, grace=grace)
+                )
+                pooled.transport = transport
+                peer = Peer(
+                    transport,
+                    Role.CLIENT,
+                    validator=self.validator,
+                    transcript=transcript,
+                    timeout=config.timeout,
+                    max_frame_bytes=config.max_frame_bytes,
+                    stderr_tail=lambda: list(transport.stderr_tail),
+                )
+                pooled.peer = await stack.enter_async_context(peer)
+                client = ClientEndpoint(peer, capabilities=capabilities)
+                await handshake(peer, client, config, protocol_version)
+                pooled.init_result = client.init_result or {}
+                pooled.seed_entries = [
+                    Entry(e.t, e.direction, e.raw, e.message, list(e.violations)) for e in transcript.entries
+                ]
+                pooled.seed_events = list(peer.events)
+                peer.inbound_filter = pooled.late_frames
+                started = True
+                task_status.started()
+                await pooled.retire.wait()
+        except Exception as exc:
+            if not started:
+                raise
+            with contextlib.suppress(Exception):
+                print(f"acp-conformance: a pooled agent connection ended with {exc!r}", file=sys.stderr)
+        finally:
+            pooled.done.set()

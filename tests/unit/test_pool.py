@@ -1,0 +1,162 @@
+"""``--acp-isolation=connection``: a warm connection goes back to the pool only when its test left
+it as a fresh one would be, and the next test sees none of the last one's frames."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from acp_conformance.core.events import Notification, Response, Violation
+from acp_conformance.core.ids import id_key
+from acp_conformance.harness import AgentConfig, AgentHarness
+from acp_conformance.harness.pool import ConnectionPool, Pooled
+from acp_conformance.results import Status
+from acp_conformance.schema.validator import SchemaValidator
+from acp_conformance.transport.process import spawn
+
+pytestmark = pytest.mark.anyio
+
+AGENT = f"{sys.executable} -m mock_agent"
+
+
+@asynccontextmanager
+async def pool_of(command: str, validator: SchemaValidator, tmp: Path) -> AsyncIterator[ConnectionPool]:
+    config = AgentConfig(command=command, timeout=5, startup_timeout=30)
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            pool = ConnectionPool(tg, config, validator, tmp / "pool", str(tmp))
+            try:
+                yield pool
+            finally:
+                await pool.aclose()
+
+
+def harness(pool: ConnectionPool, tmp: Path, n: int) -> AgentHarness:
+    return AgentHarness(pool.config, pool.validator, tmp / f"test-{n}", label=f"test {n}", pool=pool)
+
+
+async def one_turn(acp: AgentHarness) -> tuple[int, str, list[str]]:
+    """A clean test: a session and a turn. Returns the pid, the session and the frames' methods."""
+    async with acp.connect() as conn:
+        resp = await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+        sid = resp.result["sessionId"]
+        await conn.client.prompt(sid, "hello")
+        methods = [str(e.message.get("method")) for e in conn.transcript.frames() if isinstance(e.message, dict)]
+        return conn.transport.pid, sid, methods
+
+
+async def test_a_clean_test_gives_its_process_to_the_next_which_sees_only_its_own_frames(
+    schema_validator: SchemaValidator, tmp_path: Path
+) -> None:
+    async with pool_of(AGENT, schema_validator, tmp_path) as pool:
+        first = harness(pool, tmp_path, 1)
+        pid1, sid1, _ = await one_turn(first)
+        first.release()
+        second = harness(pool, tmp_path, 2)
+        pid2, sid2, methods = await one_turn(second)
+        second.release()
+        assert pid1 == pid2 and sid1 != sid2
+        assert (pool.started, pool.lent, pool.retired) == (1, 2, {})
+        # The second test's transcript starts with the handshake, as a fresh process's would ...
+        assert methods[:2] == ["initialize", "None"]
+        # ... and holds nothing of the first test's session.
+        frames = b"".join(e.raw for e in second.connections[0].transcript.frames() if isinstance(e.raw, bytes))
+        assert sid1.encode() not in frames
+        assert all(r.status in (Status.PASS, Status.NOT_APPLICABLE) for r in second.results)
+
+
+@pytest.mark.parametrize(
+    ("spoil", "reason"),
+    [
+        ("raw", "raw bytes sent"),
+        ("finding", "the test found something"),
+        ("unanswered", "a request of ours is unanswered"),
+        ("second", "the test started another agent process beside it"),
+        ("exit", "the agent exited"),
+    ],
+)
+async def test_a_test_that_leaves_anything_behind_retires_its_process(
+    schema_validator: SchemaValidator, tmp_path: Path, spoil: str, reason: str
+) -> None:
+    async with pool_of(AGENT, schema_validator, tmp_path) as pool:
+        acp = harness(pool, tmp_path, 1)
+        async with acp.connect() as conn:
+            pid = conn.transport.pid
+            if spoil == "raw":
+                await conn.peer.send_raw(b'{"jsonrpc":"2.0","method":"_probe/x"}\n')
+            elif spoil == "finding":
+                acp.record("prompt.response.stop-reason", Status.WARN, "made up for this test")
+            elif spoil == "unanswered":
+                # A turn that runs until cancelled (the long prompt): our prompt stays unanswered.
+                new = await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+                prompt = [{"type": "text", "text": acp.config.long_prompt}]
+                await conn.peer.send_request("session/prompt", {"sessionId": new.result["sessionId"], "prompt": prompt})
+                await conn.peer.wait_for(lambda e: isinstance(e, Notification) and e.method == "session/update")
+            elif spoil == "exit":
+                await conn.transport.close_output()
+                assert await conn.peer.wait_closed(10)
+        if spoil == "second":
+            async with acp.connect() as other:
+                assert other.transport.pid != pid
+        acp.release()
+        assert pool.retired == {reason: 1}
+        again = harness(pool, tmp_path, 2)
+        async with again.connect() as conn:
+            assert conn.transport.pid != pid
+        again.release()
+
+
+async def test_output_written_between_two_tests_retires_the_process(
+    schema_validator: SchemaValidator, tmp_path: Path
+) -> None:
+    async with pool_of(AGENT, schema_validator, tmp_path) as pool:
+        first = harness(pool, tmp_path, 1)
+        pid, _, _ = await one_turn(first)
+        first.release()
+        pooled = pool.idle[0]
+        # A frame the agent writes while no test holds it (a late update, say): read by nobody yet.
+        assert pooled.transport is not None and not pooled.unread_output()
+        pooled.live_peer.transcript.add("in", b'{"jsonrpc":"2.0","method":"session/update"}')
+        second = harness(pool, tmp_path, 2)
+        pid2, _, _ = await one_turn(second)
+        second.release()
+        assert pid2 != pid and pool.retired == {"the agent wrote between two tests": 1}
+
+
+async def test_has_unread_sees_a_line_nobody_read_without_reading_it(tmp_path: Path) -> None:
+    script = (
+        "import sys; sys.stdout.write('{}\\n'); sys.stdout.flush(); "
+        "sys.stderr.write('wrote\\n'); sys.stderr.flush(); sys.stdin.read()"
+    )
+    wrote = anyio.Event()
+    with anyio.fail_after(20):
+        async with spawn([sys.executable, "-c", script], on_stderr=lambda _line: wrote.set()) as transport:
+            await wrote.wait()  # stderr after stdout: the line is in the pipe now
+            assert transport.has_unread()
+            assert await transport.receive() == b"{}\n"
+            assert not transport.has_unread()
+
+
+def test_late_frames_of_earlier_tests_are_kept_out_of_the_current_one() -> None:
+    pooled = Pooled(b"key", Path("."))
+    pooled.sessions = {"old"}
+    pooled.request_ids = {id_key(7)}
+
+    class FakePeer:
+        def sent(self, key: object) -> bool:
+            return key == id_key(9)
+
+    pooled.peer = FakePeer()  # type: ignore[assignment]
+    old_update = Notification("session/update", {"sessionId": "old"}, index=1)
+    its_violation = Violation("x", "about the late frame", index=1)
+    new_update = Notification("session/update", {"sessionId": "new"}, index=2)
+    late_answer = Response(id=7, result={}, error=None, is_error=False, method=None, duplicate=False, index=3)
+    own_answer = Response(id=9, result={}, error=None, is_error=False, method="session/new", index=4)
+    kept = pooled.late_frames([its_violation, old_update, new_update, late_answer, own_answer])
+    assert kept == [new_update, own_answer]
+    assert pooled.diverted == 2
