@@ -41,6 +41,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         f"default: {', '.join(DEFAULT_SECTIONS)} (profile and real are opt-in; real certifies the pinned "
         "real adapters with the whole agent suite, one repetition unless --reps is given, ~12 min each)",
     )
+    p.add_argument(
+        "--real-targets",
+        metavar="KEYS",
+        default="",
+        help="with --only real: these targets only, comma-separated (reference, claude-agent-acp, codex-acp, "
+        "zed-codex-acp; default all installed)",
+    )
     p.add_argument("--round-trips", type=int, default=None, help="timed prompt round trips per run (default 1000)")
     p.add_argument("--updates", type=int, default=None, help="updates in the long turn (default 10000)")
     p.add_argument(
@@ -168,7 +175,10 @@ def main(argv: list[str] | None = None) -> int:
 
             t0 = time.perf_counter()
             summary["real"] = run_real(
-                args.reps or 1, 3600.0 * (args.reps or 1), select=("-k", "initialization") if quick else ()
+                args.reps or 1,
+                3600.0 * (args.reps or 1),
+                only=tuple(k.strip() for k in args.real_targets.split(",") if k.strip()),
+                select=("-k", "initialization") if quick else (),
             )
             meta.setdefault("section_s", {})["real"] = time.perf_counter() - t0
         if "profile" in args.sections:

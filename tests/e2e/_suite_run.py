@@ -72,22 +72,31 @@ def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240, role: st
 
 def isolation_differences(process: SuiteRun, connection: SuiteRun) -> list[str]:
     """Where a run with ``--acp-isolation=connection`` judged otherwise than one with a process per
-    test: per clause, then per test wherever both runs judged the clause in that test (empty when
-    they agree).  A shape check one run made and the other did not is no disagreement: a race a
-    test provokes (cancel right after allowing a write) decides which frames exist to be judged."""
+    test: per clause, and per test wherever both runs judged the clause in that test (empty when
+    they agree).
+
+    Two things are no disagreement. A shape check one run made and the other did not: a race a
+    test provokes (cancel right after allowing a write) decides which frames exist to be judged.
+    And an INCONCLUSIVE that says why against a PASS: a race the suite could not prove the order of
+    is INCONCLUSIVE in whichever run lost it, in either mode (run to run, too).  A FAIL is never
+    excused: where one mode proves a breach, the other must too."""
     out = []
-    a, b = process.statuses(), connection.statuses()
-    out += [
-        f"{cid}: {a.get(cid)} with a process per test, {b.get(cid)} with reuse"
-        for cid in sorted(a.keys() | b.keys())
-        if a.get(cid) != b.get(cid)
-    ]
     ta, tb = process.per_test(), connection.per_test()
-    out += [
-        f"{cid} in {node}: {ta[cid, node]} with a process per test, {tb[cid, node]} with reuse"
-        for cid, node in sorted(ta.keys() & tb.keys())
-        if ta[cid, node] != tb[cid, node]
-    ]
+    raced: set[str] = set()
+    for cid, node in sorted(ta.keys() & tb.keys()):
+        sa, sb = ta[cid, node], tb[cid, node]
+        if sa == sb:
+            continue
+        why = process if sa == "INCONCLUSIVE" else connection
+        if {sa, sb} == {"INCONCLUSIVE", "PASS"} and all(m.strip() for m in why.messages(cid, "INCONCLUSIVE")):
+            raced.add(cid)
+            continue
+        out.append(f"{cid} in {node}: {sa} with a process per test, {sb} with reuse")
+    a, b = process.statuses(), connection.statuses()
+    for cid in sorted(a.keys() | b.keys()):
+        pa, pb = a.get(cid), b.get(cid)
+        if pa != pb and not (cid in raced and "INCONCLUSIVE" in (pa, pb)):
+            out.insert(0, f"{cid}: {pa} with a process per test, {pb} with reuse")
     return out
 
 
