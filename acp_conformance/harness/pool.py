@@ -52,6 +52,9 @@ MAX_LEASES = 30
 
 #: Statuses a lent connection may have given without being retired (anything else is a finding).
 _CLEAN = (Status.PASS, Status.NOT_APPLICABLE)
+#: Methods whose effect is the whole connection's, not one session's: a test that sends one leaves
+#: a process no fresh one would be (a second ``initialize``, a login or a logout).
+CONNECTION_STATE = frozenset({"initialize", "authenticate", "logout"})
 
 
 def pool_key(capabilities: ClientCapabilities | None, protocol_version: Any) -> bytes:
@@ -131,9 +134,13 @@ def refusal(pooled: Pooled, client: ClientEndpoint, results: list[ClauseResult])
     it may differ from a freshly started and initialized one."""
     peer = pooled.live_peer
     transport = pooled.transport
+    after_handshake = peer.transcript.entries[len(pooled.seed_entries) :]
+    connection_wide = sorted({str(e.method) for e in after_handshake if e.direction == "out"} & CONNECTION_STATE)
     reasons = [
         (peer.closed.is_set() or transport is None or transport.returncode is not None, "the agent exited"),
+        (transport is not None and transport.output_closed, "we closed the agent's stdin"),
         (bool(peer.tainted), peer.tainted),
+        (bool(connection_wide), f"the test sent {', '.join(connection_wide)}"),
         (pooled.diverted > 0, "late frames of an earlier test arrived"),
         (any(r.status not in _CLEAN for r in results), "the test found something"),
         (any(isinstance(e, Violation) for e in peer.events), "a violation was recorded"),

@@ -237,6 +237,11 @@ class ProcessTransport:
     def returncode(self) -> int | None:
         return self.process.returncode
 
+    @property
+    def output_closed(self) -> bool:
+        """Whether we closed the agent's stdin (``close_output``): it has seen, or will see, EOF."""
+        return self._stdin_closed
+
     async def send(self, data: bytes) -> None:
         if self._stdin is None or self._stdin_closed:
             raise PeerExited(

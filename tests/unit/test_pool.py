@@ -78,6 +78,8 @@ async def test_a_clean_test_gives_its_process_to_the_next_which_sees_only_its_ow
         ("unanswered", "a request of ours is unanswered"),
         ("second", "the test started another agent process beside it"),
         ("exit", "the agent exited"),
+        ("eof", "we closed the agent's stdin"),
+        ("initialize", "the test sent initialize"),
     ],
 )
 async def test_a_test_that_leaves_anything_behind_retires_its_process(
@@ -97,6 +99,11 @@ async def test_a_test_that_leaves_anything_behind_retires_its_process(
                 prompt = [{"type": "text", "text": acp.config.long_prompt}]
                 await conn.peer.send_request("session/prompt", {"sessionId": new.result["sessionId"], "prompt": prompt})
                 await conn.peer.wait_for(lambda e: isinstance(e, Notification) and e.method == "session/update")
+            elif spoil == "initialize":
+                params = {"protocolVersion": 1, "clientCapabilities": conn.client.capabilities.to_wire()}
+                await conn.peer.call("initialize", params)
+            elif spoil == "eof":
+                await conn.transport.close_output()  # released before the agent has exited
             elif spoil == "exit":
                 await conn.transport.close_output()
                 assert await conn.peer.wait_closed(10)
