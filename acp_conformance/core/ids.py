@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["answerable", "id_key", "same_id"]
+__all__ = ["answerable", "id_key", "rounded_echo", "same_id"]
 
 
 def id_key(value: Any) -> tuple[str, Any]:
@@ -56,6 +56,20 @@ def id_key(value: Any) -> tuple[str, Any]:
 def same_id(a: Any, b: Any) -> bool:
     """Whether ``a`` and ``b`` are the same JSON-RPC id (see the module docstring)."""
     return id_key(a) == id_key(b)
+
+
+def rounded_echo(theirs: Any, ours: Any) -> bool:
+    """Whether ``theirs`` is our integer id ``ours`` as a parser without 64-bit integers reads it
+    (JavaScript's: the nearest IEEE double), and yet not the same id: the peer answered that
+    request, under a mangled id.  Never ``same_id`` (the module docstring): a caller waiting for
+    an answer to an id it knew was out of such a parser's range may stop waiting, and judges the
+    mangled echo as what it is."""
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (theirs, ours)) or theirs == ours:
+        return False
+    try:
+        return float(theirs) == float(ours)
+    except OverflowError:
+        return False
 
 
 def answerable(value: Any) -> bool:

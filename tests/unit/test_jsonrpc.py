@@ -234,6 +234,18 @@ def test_id_key_keeps_json_types_apart() -> None:
     assert jsonrpc.id_key([]) == jsonrpc.id_key([]) != jsonrpc.id_key({})
 
 
+def test_a_rounded_echo_is_recognised_but_is_never_the_same_id() -> None:
+    from acp_conformance.core.ids import rounded_echo, same_id
+
+    # 2**63 as JavaScript reads and writes it back: 9223372036854775808 -> 9223372036854776000.
+    assert rounded_echo(9223372036854776000, 2**63) and not same_id(9223372036854776000, 2**63)
+    assert rounded_echo(2**53, 2**53 + 1)
+    assert not rounded_echo(7, 7)  # the same id is no mangled echo
+    assert not rounded_echo(2**53 + 2, 2**53)  # a different double
+    assert not rounded_echo("9223372036854775808", 2**63)  # a string is another JSON type
+    assert not rounded_echo(True, 1) and not rounded_echo(10**400, 10**400 + 1)  # no bool; no overflow
+
+
 def test_dumps_never_emits_a_raw_newline() -> None:
     data = jsonrpc.dumps({"jsonrpc": "2.0", "method": "m", "params": {"text": "a\nb\r\n\u2028"}})
     assert b"\n" not in data and b"\r" not in data
