@@ -149,6 +149,7 @@ def refusal(pooled: Pooled, client: ClientEndpoint, results: list[ClauseResult])
         (peer.conn.unterminated()[0] > 0, "the agent left half a line"),
         (peer.outbox.queued_bytes > 0, "answers of ours are still queued"),
         (bool(client.held), "a request was held"),
+        (any(probe() is not None for probe in client.hold_probes), "the scripted model is still streaming"),
         (any(not t.released for t in client.terminals.terminals.values()), "a terminal is left"),
         (pooled.leases >= MAX_LEASES, f"lent {MAX_LEASES} times"),
     ]

@@ -80,6 +80,7 @@ async def test_a_clean_test_gives_its_process_to_the_next_which_sees_only_its_ow
         ("exit", "the agent exited"),
         ("eof", "we closed the agent's stdin"),
         ("initialize", "the test sent initialize"),
+        ("streaming", "the scripted model is still streaming"),
     ],
 )
 async def test_a_test_that_leaves_anything_behind_retires_its_process(
@@ -99,6 +100,8 @@ async def test_a_test_that_leaves_anything_behind_retires_its_process(
                 prompt = [{"type": "text", "text": acp.config.long_prompt}]
                 await conn.peer.send_request("session/prompt", {"sessionId": new.result["sessionId"], "prompt": prompt})
                 await conn.peer.wait_for(lambda e: isinstance(e, Notification) and e.method == "session/update")
+            elif spoil == "streaming":
+                conn.client.hold_probes.append(lambda: "a reply is half streamed")
             elif spoil == "initialize":
                 params = {"protocolVersion": 1, "clientCapabilities": conn.client.capabilities.to_wire()}
                 await conn.peer.call("initialize", params)
