@@ -44,9 +44,9 @@ from acp_conformance.core.events import (
     Severity,
     Unjudged,
     Violation,
+    turn_output,
 )
-from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, printable
-from acp_conformance.core.vocabulary import TURN_OUTPUT
+from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, unterminated_note
 from acp_conformance.deadlines import DeadlineMemory
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
 from acp_conformance.handlers import NO_ANSWER, HandlerError, NotificationListener, RequestHandler
@@ -147,10 +147,8 @@ class Peer:
         #: passed; ``where`` names this connection in its messages (the test's node id).
         self.deadlines: DeadlineMemory | None = None
         self.where = ""
-        #: Why this connection may no longer be lent to another test (``harness.pool``): set when
-        #: we deliberately sent what a fresh connection would not have got (raw or damaged bytes,
-        #: an unvalidated frame).  ``inbound_filter`` (pooled connections only) keeps an earlier
-        #: lease's late frames out of the current one.
+        #: Why this connection may not be lent to another test (``harness.pool``): we sent what a
+        #: fresh one would not get.  ``inbound_filter``: keeps an earlier lease's frames out.
         self.tainted = ""
         self.inbound_filter: Callable[[list[Event]], list[Event]] | None = None
 
@@ -173,14 +171,9 @@ class Peer:
             raise single_exception(group) from None
 
     def rebind(self, transcript: Transcript, seed: list[Event]) -> None:
-        """Hand this open connection to its next user (a pooled connection's next test), as if
-        it had just been initialized: a fresh transcript and event log (``seed``: the events of
-        the handshake), no handlers, listeners, waiters or damage left from the last one.  The
-        caller makes sure nothing is outstanding either way (``harness.pool``)."""
-        self.transcript = transcript
-        self.events = EventLog()
-        for ev in seed:
-            self.events.append(ev)
+        """Hand this open connection to its next user (``harness.pool``) as if just initialized:
+        only the handshake's events (``seed``), nothing of the last user's; nothing outstanding."""
+        self.transcript, self.events = transcript, EventLog.of(seed)
         self.handlers, self.default_handler, self.listeners, self._watchers = {}, None, [], []
         self._responses, self._sent_seq, self._sent_count = {}, {}, 0
         self.wire_filter, self.tainted, self._unterminated_noted = None, "", 0
@@ -385,12 +378,7 @@ class Peer:
         if n == 0 or n == self._unterminated_noted:
             return
         self._unterminated_noted = n
-        if not head:
-            self.transcript.note(f"the peer has written {n} bytes of an over-long line without a newline so far")
-            return
-        shown = printable(head)
-        more = f" (first {len(head)} shown)" if n > len(head) else ""
-        self.transcript.note(f"the peer has written {n} bytes of a line without a terminating newline{more}: {shown}")
+        self.transcript.note(unterminated_note(n, head))
 
     async def drain(self) -> None:
         """Return once every frame already handed to the writer is on the wire (answers are
@@ -616,7 +604,7 @@ class Peer:
         self.note_unterminated()
         if awaiting is not None and limit >= self.timeout:
             pending = [rid for rid, m in self.conn.pending_outgoing if m == awaiting]
-            working = self._working_since(start)
+            working = turn_output(self.events[start:])
             if pending and working:
                 # Streaming turn output (for any session: a wrong sessionId is its own clause's) is
                 # work in progress; what we waited for not coming proves no request unanswered.
@@ -632,29 +620,6 @@ class Peer:
                     limit,
                 )
         raise PeerTimeout(f"no {what} within {limit:g} s{self._stall()}", self.stderr_tail())
-
-    def _working_since(self, start: int) -> str:
-        """The turn output the peer streamed from event ``start`` on ("3 agent_message_chunk for
-        session 's2'"), or "" for none."""
-        kinds: dict[tuple[str, str], int] = {}
-        for ev in self.events[start:]:
-            if (
-                isinstance(ev, Violation)
-                and ev.clause_id == "transport.stdio.one-message-per-line"
-                and b'"session/update"' in (ev.raw or b"")
-            ):
-                # Updates it sent in a form we cannot take as messages (a batch): still work we saw.
-                key = ("session/update in a batch line", "?")
-                kinds[key] = kinds.get(key, 0) + 1
-                continue
-            if not (isinstance(ev, Notification) and ev.method == "session/update" and isinstance(ev.params, dict)):
-                continue
-            update = ev.params.get("update")
-            kind = update.get("sessionUpdate") if isinstance(update, dict) else None
-            if isinstance(kind, str) and kind in TURN_OUTPUT:
-                key = (kind, str(ev.params.get("sessionId")))
-                kinds[key] = kinds.get(key, 0) + 1
-        return ", ".join(f"{n} {kind} for session {sid!r}" for (kind, sid), n in list(kinds.items())[:3])
 
     def _leave_slot(self) -> None:
         """A handler about to wait on the peer gives up its slot: the reader must read on."""

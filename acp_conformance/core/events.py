@@ -8,9 +8,11 @@ goes on so that later clauses can still be judged.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, overload
+
+from acp_conformance.core.vocabulary import TURN_OUTPUT
 
 __all__ = [
     "BULK_UPDATES",
@@ -26,6 +28,7 @@ __all__ = [
     "Severity",
     "Unjudged",
     "Violation",
+    "turn_output",
 ]
 
 Severity = Literal["error", "warning"]
@@ -176,6 +179,14 @@ class EventLog(Sequence[Event]):
         self._struct: deque[int] = deque()
         self.dropped = 0
 
+    @classmethod
+    def of(cls, events: Iterable[Event]) -> EventLog:
+        """A log holding ``events`` (a pooled connection's handshake, ``Peer.rebind``)."""
+        log = cls()
+        for ev in events:
+            log.append(ev)
+        return log
+
     def append(self, ev: Event) -> None:
         i = self._n
         self._n += 1
@@ -242,3 +253,27 @@ class EventLog(Sequence[Event]):
 
     def __contains__(self, value: object) -> bool:
         return any(e is value or e == value for e in self._kept.values())
+
+
+def turn_output(events: Iterable[Event]) -> str:
+    """The turn output among ``events`` ("3 agent_message_chunk for session 's2'"), or "" for
+    none: what a timeout message says the peer was still doing."""
+    kinds: dict[tuple[str, str], int] = {}
+    for ev in events:
+        if (
+            isinstance(ev, Violation)
+            and ev.clause_id == "transport.stdio.one-message-per-line"
+            and b'"session/update"' in (ev.raw or b"")
+        ):
+            # Updates it sent in a form we cannot take as messages (a batch): still work we saw.
+            key = ("session/update in a batch line", "?")
+            kinds[key] = kinds.get(key, 0) + 1
+            continue
+        if not (isinstance(ev, Notification) and ev.method == "session/update" and isinstance(ev.params, dict)):
+            continue
+        update = ev.params.get("update")
+        kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+        if isinstance(kind, str) and kind in TURN_OUTPUT:
+            key = (kind, str(ev.params.get("sessionId")))
+            kinds[key] = kinds.get(key, 0) + 1
+    return ", ".join(f"{n} {kind} for session {sid!r}" for (kind, sid), n in list(kinds.items())[:3])

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from acp_conformance.core.events import Violation
 
-__all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameDecoder", "RawFrame", "encode_frame", "printable"]
+__all__ = ["DEFAULT_MAX_FRAME_BYTES", "FrameDecoder", "RawFrame", "encode_frame", "printable", "unterminated_note"]
 
 #: 64 MiB: far above anything a sane peer sends, far below what hurts us.
 DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024
@@ -34,6 +34,15 @@ def printable(data: bytes) -> str:
     peer wrote, quoted in a message a person reads."""
     text = data.decode("utf-8", "backslashreplace")
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def unterminated_note(n: int, head: bytes) -> str:
+    """What a transcript says of the ``n`` bytes of a line the peer began and has not ended
+    (``head``: its first bytes, empty for an over-long line already cut)."""
+    if not head:
+        return f"the peer has written {n} bytes of an over-long line without a newline so far"
+    more = f" (first {len(head)} shown)" if n > len(head) else ""
+    return f"the peer has written {n} bytes of a line without a terminating newline{more}: {printable(head)}"
 
 
 @dataclass(frozen=True, slots=True)
