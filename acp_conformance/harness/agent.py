@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
+
 from acp_conformance.core.connection import Role
 from acp_conformance.core.events import Response
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES
@@ -160,6 +162,7 @@ class AgentHarness(HarnessBase):
         #: back in ``release`` when the test is over (``harness.pool`` decides whether it is kept).
         self.pool = pool
         self._lease: tuple[Pooled, ClientEndpoint] | None = None
+        self._lease_open = False
         self._why_not = ""
         self._peer_dir = self.workdir / "peer"
 
@@ -217,6 +220,11 @@ class AgentHarness(HarnessBase):
             return
         if self._lease is not None:
             self._why_not = self._why_not or "the test started another agent process beside it"
+            if not self._lease_open:
+                # In process mode the first process has exited (stdin EOF) before the next starts:
+                # an agent that saves its sessions on exit must have done so (session/load by a
+                # fresh process).  The borrowed one is retired now, and awaited.
+                await self._give_back()
         async with AsyncExitStack() as stack:
             env = dict(self.config.env)
             if self.config.setup is not None:
@@ -256,11 +264,19 @@ class AgentHarness(HarnessBase):
         assert self.pool is not None
         try:
             pooled = await self.pool.lease(transcript, capabilities, protocol_version)
-        except PeerError:
-            self.results.extend(judge_transcript(transcript, "agent"))  # the handshake, judged as always
+        except BaseException:
+            # The handshake, judged as a fresh connection's would be, whatever ended it.
+            broken = self.pool.last_failed
+            if broken is not None and broken.peer is not None:
+                if broken.prepared is not None:
+                    self.setups.append(broken.prepared)
+                self._judge(broken.peer, transcript)
+            else:
+                self.results.extend(judge_transcript(transcript, "agent"))
             raise
         peer = pooled.live_peer
-        peer.rebind(transcript, pooled.seed_events)
+        # A new process keeps what came after its handshake too (the lease began as it started).
+        peer.rebind(transcript, pooled.seed_events if pooled.leases > 1 else list(peer.events))
         peer.inbound_filter = pooled.late_frames
         peer.deadlines = deadline_memory(self.config.command)
         peer.where = self.label or "an earlier test"
@@ -285,15 +301,25 @@ class AgentHarness(HarnessBase):
         conn = Connection(client, transport, transcript, sandbox)
         self.connections.append(conn)
         self._lease = (pooled, client)
+        self._lease_open = True
         failed = True
         try:
-            try:
-                yield conn
-                failed = False
-            finally:
-                found = self._judge(peer, transcript)
-                if failed:
-                    self._why_not = "the test did not complete"
+            # The owner task's error (a listener of ours raising in its reader) stops the body,
+            # as a fresh connection's task group would, and is raised as itself.
+            with anyio.CancelScope() as body:
+                pooled.on_crash = body.cancel
+                try:
+                    yield conn
+                    failed = False
+                finally:
+                    pooled.on_crash = None
+                    self._lease_open = False
+                    found = self._judge(peer, transcript)
+                    if failed:
+                        self._why_not = "the test did not complete"
+            if pooled.error is not None:
+                self._why_not = "the connection's task failed"
+                raise pooled.error
             self._raise_findings(found)
         except PeerError as exc:
             self._stderr_into(exc, transport)
@@ -306,6 +332,14 @@ class AgentHarness(HarnessBase):
         pooled, client = self._lease
         self._lease = None
         self.pool.give_back(pooled, client, self.results, self._why_not)
+
+    async def _give_back(self) -> None:
+        """Retire the borrowed connection before the test's next one, and wait until it is gone."""
+        assert self._lease is not None
+        pooled = self._lease[0]
+        self.release()
+        with anyio.fail_after(4 * max(self.config.timeout, 2.0)):  # teardown: bounded stages
+            await pooled.done.wait()
 
     @asynccontextmanager
     async def _connected(

@@ -21,9 +21,11 @@ The pool's connections live in the pool's own task group (the session-long anyio
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +39,7 @@ from acp_conformance.core.events import Event, Notification, Request, Response, 
 from acp_conformance.endpoints.client import ClientCapabilities, ClientEndpoint
 from acp_conformance.errors import PeerError
 from acp_conformance.harness.agent import AgentConfig, PreparedPeer, handshake
+from acp_conformance.harness.base import deadline_memory, exit_memory
 from acp_conformance.peer import Peer
 from acp_conformance.results import ClauseResult, Status
 from acp_conformance.transcript import Entry, Transcript
@@ -45,16 +48,29 @@ from acp_conformance.transport.process import ProcessTransport, spawn
 if TYPE_CHECKING:
     from acp_conformance.schema.validator import SchemaValidator
 
-__all__ = ["MAX_LEASES", "ConnectionPool", "Pooled", "pool_key"]
+__all__ = ["MAX_LEASES", "SESSION_SCOPED", "ConnectionPool", "Pooled", "hosted_pool", "pool_key"]
 
 #: A connection is retired after this many tests, however clean: sessions pile up in the agent.
 MAX_LEASES = 30
 
 #: Statuses a lent connection may have given without being retired (anything else is a finding).
 _CLEAN = (Status.PASS, Status.NOT_APPLICABLE)
-#: Methods whose effect is the whole connection's, not one session's: a test that sends one leaves
-#: a process no fresh one would be (a second ``initialize``, a login or a logout).
-CONNECTION_STATE = frozenset({"initialize", "authenticate", "logout"})
+#: What a test may send and still give the process back: requests and notifications whose effect
+#: ends with the session (session-setup.mdx, prompt-turn.mdx, cancellation.mdx).  Anything else
+#: (a second ``initialize``, ``authenticate``, ``logout``, a mode or configuration an adapter may
+#: save in its settings, an extension method) retires it: a fresh process would not have seen it.
+SESSION_SCOPED = frozenset(
+    {
+        "session/new",
+        "session/load",
+        "session/resume",
+        "session/fork",
+        "session/prompt",
+        "session/cancel",
+        "session/close",
+        "$/cancel_request",
+    }
+)
 
 
 def pool_key(capabilities: ClientCapabilities | None, protocol_version: Any) -> bytes:
@@ -82,7 +98,15 @@ class Pooled:
         #: Session ids and request ids of earlier tests: their late frames are not evidence of later ones.
         self.sessions: set[str] = set()
         self.request_ids: set[tuple[str, Any]] = set()
+        #: The sessions the agent gave the current test: never late, even if an earlier test had
+        #: the same id (an agent reusing session ids: then ``session_reused`` retires the process).
+        self.lease_sessions: set[str] = set()
+        self.session_reused = False
         self.diverted = 0
+        #: What ended the owner task after startup (a listener of the test raising, say): raised
+        #: in the test, whose body ``on_crash`` cancels, as a fresh connection's task group would.
+        self.error: BaseException | None = None
+        self.on_crash: Callable[[], None] | None = None
 
     @property
     def live_peer(self) -> Peer:
@@ -100,16 +124,21 @@ class Pooled:
 
     def _is_late(self, ev: Event) -> bool:
         if isinstance(ev, Response):
+            sid = ev.result.get("sessionId") if isinstance(ev.result, dict) else None
+            if isinstance(sid, str) and not ev.is_error:
+                self.session_reused = self.session_reused or sid in self.sessions
+                self.lease_sessions.add(sid)
             # An id an earlier test used that this one has not sent again (a duplicate or late answer).
             key = jsonrpc.id_key(ev.id)
             return key in self.request_ids and not self.live_peer.sent(key)
         if isinstance(ev, (Request, Notification)) and isinstance(ev.params, dict):
             sid = ev.params.get("sessionId")
-            return isinstance(sid, str) and sid in self.sessions
+            return isinstance(sid, str) and sid in self.sessions and sid not in self.lease_sessions
         return False
 
     def remember(self, transcript: Transcript) -> None:
         """After a test: its sessions and request ids become "earlier" for the tests after it."""
+        self.lease_sessions.clear()
         for entry in transcript.entries:
             msg = entry.message
             if not (entry.is_frame and isinstance(msg, dict)):
@@ -135,25 +164,47 @@ def refusal(pooled: Pooled, client: ClientEndpoint, results: list[ClauseResult])
     peer = pooled.live_peer
     transport = pooled.transport
     after_handshake = peer.transcript.entries[len(pooled.seed_entries) :]
-    connection_wide = sorted({str(e.method) for e in after_handshake if e.direction == "out"} & CONNECTION_STATE)
+    sent = {str(e.method) for e in after_handshake if e.direction == "out" and e.method is not None}
+    beyond = sorted(sent - SESSION_SCOPED)
     reasons = [
         (peer.closed.is_set() or transport is None or transport.returncode is not None, "the agent exited"),
         (transport is not None and transport.output_closed, "we closed the agent's stdin"),
         (bool(peer.tainted), peer.tainted),
-        (bool(connection_wide), f"the test sent {', '.join(connection_wide)}"),
+        (bool(beyond), f"the test sent {', '.join(beyond)} (its effect may outlive the session)"),
+        (_chose_always(after_handshake), "an *_always permission option was chosen (it may be remembered)"),
+        (pooled.session_reused, "the agent gave an earlier test's session id again"),
         (pooled.diverted > 0, "late frames of an earlier test arrived"),
         (any(r.status not in _CLEAN for r in results), "the test found something"),
         (any(isinstance(e, Violation) for e in peer.events), "a violation was recorded"),
         (bool(peer.conn.pending_outgoing), "a request of ours is unanswered"),
         (bool(peer.conn.pending_incoming), "a request of the agent is unanswered"),
         (peer.conn.unterminated()[0] > 0, "the agent left half a line"),
-        (peer.outbox.queued_bytes > 0, "answers of ours are still queued"),
+        (peer.outbox.queued_bytes > 0 or peer.outbox.lock.locked(), "answers of ours are still being written"),
         (bool(client.held), "a request was held"),
         (any(probe() is not None for probe in client.hold_probes), "the scripted model is still streaming"),
         (any(not t.released for t in client.terminals.terminals.values()), "a terminal is left"),
         (pooled.leases >= MAX_LEASES, f"lent {MAX_LEASES} times"),
     ]
     return next((why for bad, why in reasons if bad), "")
+
+
+def _chose_always(entries: list[Entry]) -> bool:
+    """Whether we answered a permission request with an ``allow_always`` / ``reject_always``
+    option: an agent may remember it beyond the session (in its settings)."""
+    always: set[str] = set()
+    for e in entries:
+        msg = e.message
+        if e.direction == "in" and e.method == "session/request_permission" and isinstance(msg, dict):
+            params = msg.get("params")
+            options = params.get("options") if isinstance(params, dict) else None
+            for o in options if isinstance(options, list) else []:
+                if isinstance(o, dict) and str(o.get("kind", "")).endswith("_always"):
+                    always.add(str(o.get("optionId")))
+        elif e.direction == "out" and isinstance(msg, dict) and isinstance(msg.get("result"), dict):
+            outcome = msg["result"].get("outcome")
+            if isinstance(outcome, dict) and str(outcome.get("optionId")) in always:
+                return True
+    return False
 
 
 class ConnectionPool:
@@ -172,6 +223,8 @@ class ConnectionPool:
         self.started = 0
         self.lent = 0
         self.retired: dict[str, int] = {}
+        #: The connection whose startup failed last: the leasing test judges its handshake.
+        self.last_failed: Pooled | None = None
 
     async def lease(
         self, transcript: Transcript, capabilities: ClientCapabilities | None, protocol_version: Any
@@ -191,6 +244,9 @@ class ConnectionPool:
                 copy = transcript.add(e.direction, e.raw, e.message)
                 for v in e.violations:
                     transcript.violation(v, copy)
+            begin = getattr(pooled.prepared, "begin_lease", None)
+            if callable(begin):
+                begin()  # a scripted model endpoint starts over, as for a new process
             pooled.leases += 1
             self.lent += 1
             return pooled
@@ -200,8 +256,9 @@ class ConnectionPool:
         self.owned.append(pooled)
         try:
             await self.tg.start(self._own, pooled, transcript, capabilities, protocol_version)
-        except PeerError as exc:
-            if pooled.transport is not None and len(pooled.transport.stderr_tail) > 0:
+        except BaseException as exc:
+            self.last_failed = pooled
+            if isinstance(exc, PeerError) and pooled.transport is not None and len(pooled.transport.stderr_tail) > 0:
                 exc.stderr_tail = list(pooled.transport.stderr_tail)[-20:]
             raise
         pooled.leases = 1
@@ -251,9 +308,11 @@ class ConnectionPool:
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """The owner task: start, initialize, then hold the connection open until retired.  Errors
-        before ``started`` are the leasing test's; after it, the process's end is seen by the test
-        through its ``Peer`` (``PeerExited``), so nothing here may take the pool's task group down."""
+        before ``started`` are the leasing test's; after it, an error (a listener of the test
+        raising in our reader) is the test's too (``Pooled.error``): nothing here may take the
+        pool's task group down."""
         started = False
+        exits = exit_memory(self.config.command)
         try:
             async with AsyncExitStack() as stack:
                 config = self.config
@@ -268,7 +327,14 @@ class ConnectionPool:
                     transcript.add("stderr", line)
 
                 transport = await stack.enter_async_context(
-                    spawn(config.command, env=env, cwd=self.cwd, on_stderr=on_stderr, grace=grace)
+                    spawn(
+                        config.command,
+                        env=env,
+                        cwd=self.cwd,
+                        on_stderr=on_stderr,
+                        grace=grace,
+                        eof_grace=exits.eof_grace(grace),
+                    )
                 )
                 pooled.transport = transport
                 peer = Peer(
@@ -280,6 +346,8 @@ class ConnectionPool:
                     max_frame_bytes=config.max_frame_bytes,
                     stderr_tail=lambda: list(transport.stderr_tail),
                 )
+                peer.deadlines = deadline_memory(config.command)
+                peer.where = "a pooled connection's handshake"
                 pooled.peer = await stack.enter_async_context(peer)
                 client = ClientEndpoint(peer, capabilities=capabilities)
                 await handshake(peer, client, config, protocol_version)
@@ -292,10 +360,52 @@ class ConnectionPool:
                 started = True
                 task_status.started()
                 await pooled.retire.wait()
-        except Exception as exc:
-            if not started:
+        except BaseException as exc:
+            if not started or isinstance(exc, (anyio.get_cancelled_exc_class(), KeyboardInterrupt, SystemExit)):
                 raise
-            with contextlib.suppress(Exception):
-                print(f"acp-conformance: a pooled agent connection ended with {exc!r}", file=sys.stderr)
+            pooled.error = exc
+            if pooled.on_crash is not None:
+                pooled.on_crash()  # the test holding it stops, and raises ``exc`` (``AgentHarness._leased``)
+            else:
+                with contextlib.suppress(Exception):
+                    print(f"acp-conformance: an idle pooled agent connection ended with {exc!r}", file=sys.stderr)
         finally:
+            if pooled.transport is not None:
+                exits.note(pooled.transport.outlived_eof)
             pooled.done.set()
+
+
+@asynccontextmanager
+async def hosted_pool(
+    config: AgentConfig, validator: SchemaValidator, root: Path, cwd: str
+) -> AsyncIterator[ConnectionPool]:
+    """A pool whose task group lives in a task of its own.
+
+    Not in the caller's: under anyio's pytest plugin the caller is the runner task that also runs
+    every test, so an error in a connection's task would cancel whichever test is running, and an
+    interrupt, after which anyio resumes fixtures in a new runner task, would leave the group's
+    cancel scope to be exited from the wrong task."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[ConnectionPool] = loop.create_future()
+    stop = anyio.Event()
+
+    async def host() -> None:
+        async with anyio.create_task_group() as tg:
+            pool = ConnectionPool(tg, config, validator, root, cwd)
+            ready.set_result(pool)
+            try:
+                await stop.wait()
+            finally:
+                await pool.aclose()
+
+    task = loop.create_task(host())
+    waits: set[asyncio.Future[Any]] = {ready, task}
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    if not ready.done():
+        task.result()  # the host failed before the pool existed: its error
+    try:
+        yield ready.result()
+    finally:
+        stop.set()
+        with anyio.CancelScope(shield=True):
+            await task

@@ -65,6 +65,14 @@ class ModelStub:
         if log is not None:
             self.server.on_record = self._append
 
+    def begin_lease(self) -> None:
+        """The agent process this endpoint serves passes to another test (``--acp-isolation=
+        connection``): rules count their uses afresh, as for a new process, and the requests
+        shown as evidence are the new test's own."""
+        for rule in self.script.rules:
+            rule.used = 0
+        self.server.requests.clear()
+
     @property
     def url(self) -> str:
         return self.server.url
@@ -180,6 +188,9 @@ class PreparedStub:
 
     def holding(self) -> str | None:
         return self.stub.holding()
+
+    def begin_lease(self) -> None:
+        self.stub.begin_lease()
 
 
 def model_stub_setup(

@@ -8,6 +8,7 @@ once the test is over.  Without the matching ``--acp-*`` option the fixture skip
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,15 +39,38 @@ def acp_agent(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AgentH
     if state is None or state.agent is None:
         pytest.skip("no --acp-agent given")
     pool = None
-    if (
-        request.config.getoption("acp_isolation") == "connection"
-        and request.node.get_closest_marker(OWN_PROCESS) is None
-    ):
+    pooled = request.config.getoption("acp_isolation") == "connection"
+    if pooled and request.node.get_closest_marker(OWN_PROCESS) is None and _loop_outlives_tests(request):
         pool = request.getfixturevalue("acp_agent_pool")
     harness = AgentHarness(state.agent, state.validator, tmp_path, label=request.node.nodeid, pool=pool)
     request.node.stash[HARNESS] = harness
     yield harness
     harness.release()
+
+
+def _loop_outlives_tests(request: pytest.FixtureRequest) -> bool:
+    """Whether this test's ``anyio_backend`` is session-scoped, as the bundled suite's is: only
+    then can one event loop, and the processes the pool owns in it, outlive a test.  A project's
+    own tests with a narrower one start the agent afresh, and are told so once."""
+    try:
+        defs = request._fixturemanager.getfixturedefs("anyio_backend", request.node)
+        scope = defs[-1].scope if defs else None
+    except Exception:
+        scope = None
+    if scope == "session":
+        return True
+    if not request.config.stash.get(_WARNED, False):
+        request.config.stash[_WARNED] = True
+        warnings.warn(
+            f"--acp-isolation=connection needs a session-scoped anyio_backend fixture ({request.node.nodeid} "
+            f"has a {scope or 'missing'} one): these tests start the agent afresh",
+            pytest.PytestWarning,
+            stacklevel=1,
+        )
+    return False
+
+
+_WARNED = pytest.StashKey[bool]()
 
 
 @pytest.fixture(scope="session")
@@ -55,24 +79,20 @@ async def acp_agent_pool(
 ) -> AsyncIterator[ConnectionPool]:
     """The warm agent connections of this pytest process (``--acp-isolation=connection``).
 
-    Session-scoped and async: the pool's task group owns the processes, so the anyio runner (and
-    its event loop) lives as long as the pool does; the suite's ``anyio_backend`` is session-scoped
-    for that reason."""
+    Session-scoped and async: the pool's processes live in the event loop, so anyio's runner (and
+    its loop) must live as long as the pool does; the suite's ``anyio_backend`` is session-scoped
+    for that reason.  The pool's own task group runs in a task of its own (``hosted_pool``)."""
     import tempfile
 
-    import anyio
-
-    from acp_conformance.harness.pool import ConnectionPool
+    from acp_conformance.harness.pool import hosted_pool
 
     state = request.config.stash[STATE]
     assert state.agent is not None
     root = tmp_path_factory.mktemp("acp-pool")
-    async with anyio.create_task_group() as tg:
-        pool = ConnectionPool(tg, state.agent, state.validator, root, state.agent.cwd or tempfile.gettempdir())
+    async with hosted_pool(state.agent, state.validator, root, state.agent.cwd or tempfile.gettempdir()) as pool:
         try:
             yield pool
         finally:
-            await pool.aclose()
             sys.stderr.write(pool.summary() + "\n")
 
 

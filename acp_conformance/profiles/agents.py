@@ -398,6 +398,10 @@ class PreparedProfile:
     def holding(self) -> str | None:
         return self.stub.holding()
 
+    def begin_lease(self) -> None:
+        """A pooled process passes to the next test: the stub starts over for it."""
+        self.stub.begin_lease()
+
 
 def profile_setup(
     profile: AgentProfile | None,

@@ -14,7 +14,7 @@ import pytest
 from acp_conformance.core.events import Notification, Response, Violation
 from acp_conformance.core.ids import id_key
 from acp_conformance.harness import AgentConfig, AgentHarness
-from acp_conformance.harness.pool import ConnectionPool, Pooled
+from acp_conformance.harness.pool import ConnectionPool, Pooled, hosted_pool
 from acp_conformance.results import Status
 from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transport.process import spawn
@@ -24,16 +24,15 @@ pytestmark = pytest.mark.anyio
 AGENT = f"{sys.executable} -m mock_agent"
 
 
+BROKEN = f"{sys.executable} {Path(__file__).resolve().parents[1] / 'peers' / 'broken_agents.py'}"
+
+
 @asynccontextmanager
 async def pool_of(command: str, validator: SchemaValidator, tmp: Path) -> AsyncIterator[ConnectionPool]:
     config = AgentConfig(command=command, timeout=5, startup_timeout=30)
     with anyio.fail_after(60):
-        async with anyio.create_task_group() as tg:
-            pool = ConnectionPool(tg, config, validator, tmp / "pool", str(tmp))
-            try:
-                yield pool
-            finally:
-                await pool.aclose()
+        async with hosted_pool(config, validator, tmp / "pool", str(tmp)) as pool:
+            yield pool
 
 
 def harness(pool: ConnectionPool, tmp: Path, n: int) -> AgentHarness:
@@ -79,7 +78,8 @@ async def test_a_clean_test_gives_its_process_to_the_next_which_sees_only_its_ow
         ("second", "the test started another agent process beside it"),
         ("exit", "the agent exited"),
         ("eof", "we closed the agent's stdin"),
-        ("initialize", "the test sent initialize"),
+        ("initialize", "the test sent initialize (its effect may outlive the session)"),
+        ("set-mode", "the test sent session/set_mode (its effect may outlive the session)"),
         ("streaming", "the scripted model is still streaming"),
     ],
 )
@@ -102,6 +102,11 @@ async def test_a_test_that_leaves_anything_behind_retires_its_process(
                 await conn.peer.wait_for(lambda e: isinstance(e, Notification) and e.method == "session/update")
             elif spoil == "streaming":
                 conn.client.hold_probes.append(lambda: "a reply is half streamed")
+            elif spoil == "set-mode":
+                new = await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+                modes = new.result["modes"]
+                params = {"sessionId": new.result["sessionId"], "modeId": modes["availableModes"][-1]["id"]}
+                await conn.peer.call("session/set_mode", params)
             elif spoil == "initialize":
                 params = {"protocolVersion": 1, "clientCapabilities": conn.client.capabilities.to_wire()}
                 await conn.peer.call("initialize", params)
@@ -170,3 +175,59 @@ def test_late_frames_of_earlier_tests_are_kept_out_of_the_current_one() -> None:
     kept = pooled.late_frames([its_violation, old_update, new_update, late_answer, own_answer])
     assert kept == [new_update, own_answer]
     assert pooled.diverted == 2
+
+
+async def test_an_error_in_our_reader_stops_the_test_and_is_raised_as_itself(
+    schema_validator: SchemaValidator, tmp_path: Path
+) -> None:
+    """A listener of the test raising runs in the pool's reader task, not the test's: the test
+    still ends with that error (not a timeout charged to the agent), and the next test is fine."""
+
+    class Boom(Exception):
+        pass
+
+    def explode(_ev: Notification) -> None:
+        raise Boom("a listener failed")
+
+    async with pool_of(AGENT, schema_validator, tmp_path) as pool:
+        acp = harness(pool, tmp_path, 1)
+        with pytest.raises(Boom), anyio.fail_after(4):  # well inside the 5 s deadline of a wait
+            async with acp.connect() as conn:
+                conn.peer.listeners.append(explode)
+                new = await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+                await conn.client.prompt(new.result["sessionId"], "hello")
+        acp.release()
+        assert "the connection's task failed" in pool.retired
+        await one_turn(harness(pool, tmp_path, 2))
+
+
+async def test_an_agent_reusing_session_ids_keeps_its_frames_and_is_retired(
+    schema_validator: SchemaValidator, tmp_path: Path
+) -> None:
+    """Frames for a session id an earlier test had are the current test's own when the agent gave
+    that id to it again (``constant-session-id``): kept, and the process is not lent again."""
+    async with pool_of(f"{BROKEN} constant-session-id", schema_validator, tmp_path) as pool:
+        updates = []
+        for n in (1, 2):
+            acp = harness(pool, tmp_path, n)
+            async with acp.connect() as conn:
+                new = await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+                turn = await conn.client.prompt(new.result["sessionId"], "hello")
+                updates.append(len(turn.updates))
+            acp.release()
+        assert updates[0] > 0 and updates[1] == updates[0], updates
+        assert pool.retired == {"the agent gave an earlier test's session id again": 1}
+
+
+def test_an_always_option_chosen_is_noticed() -> None:
+    from acp_conformance.harness.pool import _chose_always
+    from acp_conformance.transcript import Transcript
+
+    t = Transcript()
+    options = [{"optionId": "a1", "kind": "allow_always"}, {"optionId": "o1", "kind": "allow_once"}]
+    ask = {"jsonrpc": "2.0", "id": 0, "method": "session/request_permission", "params": {"options": options}}
+    t.add("in", b"...", ask)
+    once = t.add("out", b"...", {"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"optionId": "o1"}}})
+    assert not _chose_always([*t.entries[:1], once])
+    t.add("out", b"...", {"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"optionId": "a1"}}})
+    assert _chose_always(t.entries)
