@@ -250,6 +250,7 @@ class ConnectionPool:
             pooled.leases += 1
             self.lent += 1
             return pooled
+        self.owned = [p for p in self.owned if not p.done.is_set()]  # their transcripts can go
         self.started += 1
         pooled = Pooled(key, self.root / f"pooled-{self.started}")
         pooled.directory.mkdir(parents=True, exist_ok=True)
