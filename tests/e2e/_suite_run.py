@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from acp_conformance._proctree import environ_has
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = ROOT / "tests" / "peers" / "broken_agents.py"
@@ -21,6 +24,8 @@ class SuiteRun:
     returncode: int
     stdout: str
     report: dict[str, Any]
+    #: In the environment of the run and of every process it started (``live_processes_matching``).
+    tag: str = ""
 
     def statuses(self) -> dict[str, str]:
         return {c["id"]: c["status"] for c in self.report["clauses"]}
@@ -56,6 +61,8 @@ def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240, role: st
     env = dict(os.environ)
     env.pop("PYTEST_XDIST_WORKER", None)
     env.pop("PYTEST_ADDOPTS", None)
+    tag = f"{RUN_TAG}={secrets.token_hex(8)}"
+    env[RUN_TAG] = tag.partition("=")[2]
     proc = subprocess.run(
         [sys.executable, "-c", WITH_US, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--acp-{role}={agent}",
          f"--acp-report-json={report}", *extra],
@@ -67,7 +74,7 @@ def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240, role: st
     )
     if not report.is_file():
         pytest.fail(f"no report written (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-    return SuiteRun(proc.returncode, proc.stdout, json.loads(report.read_text()))
+    return SuiteRun(proc.returncode, proc.stdout, json.loads(report.read_text()), tag)
 
 
 def isolation_differences(process: SuiteRun, connection: SuiteRun) -> list[str]:
@@ -116,7 +123,14 @@ def check_full_verdict(run: SuiteRun, fails: bool) -> None:
     assert (run.returncode == 0) == bool(v["conformant"]), run.stdout[-3000:]
 
 
-def live_processes_matching(needle: str) -> list[str]:
+#: Names a suite run in its environment, inherited by every peer it starts: a test that checks for
+#: processes left behind by its run must not count those of another test running the same peer
+#: concurrently (the ci-gate and certification tests start ``echoes-version`` too).
+RUN_TAG = "ACP_TEST_SUITE_RUN"
+
+
+def live_processes_matching(needle: str, run: SuiteRun | None = None) -> list[str]:
+    """Live processes whose command line contains ``needle`` (and, given ``run``, that it started)."""
     out = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -128,5 +142,7 @@ def live_processes_matching(needle: str) -> list[str]:
             continue
         # A suite run's own command line names its peer too (another proof running concurrently).
         if needle in cmd and state != "Z" and " -m pytest " not in cmd:
+            if run is not None and not environ_has(int(entry.name), run.tag.encode()):
+                continue
             out.append(f"{entry.name}: {cmd}")
     return out

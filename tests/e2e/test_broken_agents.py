@@ -95,7 +95,7 @@ def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> Non
             f"{name}: expected findings {sorted(declared)}, got {sorted(findings)}\n{run.stdout[-3000:]}"
         )
         check_full_verdict(run, b.status == "FAIL" or bool(b.also & run.with_status("FAIL")))
-    left = live_processes_matching(f"{BROKEN} {name} ")  # the space: not a longer name
+    left = live_processes_matching(f"{BROKEN} {name} ", run)  # the space: not a longer name
     assert not left, f"the suite left agent processes running: {left}"
     # Connection reuse never changes a verdict: the same findings, clause by clause and test by test.
     pooled = run_suite(
@@ -103,5 +103,5 @@ def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> Non
     )
     differences = isolation_differences(run, pooled)
     assert not differences, f"{name}: --acp-isolation=connection judged otherwise:\n" + "\n".join(differences)
-    left = live_processes_matching(f"{BROKEN} {name} ")
+    left = live_processes_matching(f"{BROKEN} {name} ", pooled)
     assert not left, f"the suite left agent processes running with reuse: {left}"

@@ -158,7 +158,7 @@ def test_broken_client_fails_exactly_its_clause(name: str, tmp_path: Path) -> No
         )
         check_full_verdict(run, b.status == "FAIL" or bool(b.also & run.with_status("FAIL")))
     assert run.report["peer"]["role"] == "client"
-    left = live_processes_matching(f"{BROKEN} {name} ")  # the space: not a longer name
+    left = live_processes_matching(f"{BROKEN} {name} ", run)  # the space: not a longer name
     assert not left, f"the suite left client processes running: {left}"
     assert not processes_under(tmp_path), "the suite left processes running"
 
