@@ -40,25 +40,25 @@ def harness(pool: ConnectionPool, tmp: Path, n: int) -> AgentHarness:
 
 
 async def one_turn(acp: AgentHarness) -> tuple[int, str, list[str]]:
-    """A clean test: a session and a turn. Returns the pid, the session and the frames' methods."""
+    """A clean test: a session and a turn, then the test's end (``release``). Returns the pid, the
+    session and the frames' methods."""
     async with acp.connect() as conn:
         resp = await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
         sid = resp.result["sessionId"]
         await conn.client.prompt(sid, "hello")
         methods = [str(e.message.get("method")) for e in conn.transcript.frames() if isinstance(e.message, dict)]
-        return conn.transport.pid, sid, methods
+        pid = conn.transport.pid
+    acp.release()
+    return pid, sid, methods
 
 
 async def test_a_clean_test_gives_its_process_to_the_next_which_sees_only_its_own_frames(
     schema_validator: SchemaValidator, tmp_path: Path
 ) -> None:
     async with pool_of(AGENT, schema_validator, tmp_path) as pool:
-        first = harness(pool, tmp_path, 1)
-        pid1, sid1, _ = await one_turn(first)
-        first.release()
+        pid1, sid1, _ = await one_turn(harness(pool, tmp_path, 1))
         second = harness(pool, tmp_path, 2)
         pid2, sid2, methods = await one_turn(second)
-        second.release()
         assert pid1 == pid2 and sid1 != sid2
         assert (pool.started, pool.lent, pool.retired) == (1, 2, {})
         # The second test's transcript starts with the handshake, as a fresh process's would ...
@@ -130,16 +130,12 @@ async def test_output_written_between_two_tests_retires_the_process(
     schema_validator: SchemaValidator, tmp_path: Path
 ) -> None:
     async with pool_of(AGENT, schema_validator, tmp_path) as pool:
-        first = harness(pool, tmp_path, 1)
-        pid, _, _ = await one_turn(first)
-        first.release()
+        pid, _, _ = await one_turn(harness(pool, tmp_path, 1))
         pooled = pool.idle[0]
         # A frame the agent writes while no test holds it (a late update, say): read by nobody yet.
         assert pooled.transport is not None and not pooled.unread_output()
         pooled.live_peer.transcript.add("in", b'{"jsonrpc":"2.0","method":"session/update"}')
-        second = harness(pool, tmp_path, 2)
-        pid2, _, _ = await one_turn(second)
-        second.release()
+        pid2, _, _ = await one_turn(harness(pool, tmp_path, 2))
         assert pid2 != pid and pool.retired == {"the agent wrote between two tests": 1}
 
 
