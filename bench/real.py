@@ -246,7 +246,7 @@ def real_md(s: dict[str, Any]) -> str:
                 fmt((conn.get("cpu_s") or {}).get("median"), "s", 1),
                 f"{proc.get('spawns') or '-'} / {conn.get('spawns') or '-'}",
                 share,
-                " / ".join(proc.get("verdicts") or []) + " | " + " / ".join(conn.get("verdicts") or []),
+                " / ".join(proc.get("verdicts") or []) + "; " + " / ".join(conn.get("verdicts") or []),
                 str(len(differences)) if proc.get("n") and conn.get("n") else "-",
                 tests,
             ]
@@ -274,7 +274,7 @@ def real_md(s: dict[str, Any]) -> str:
                 "CPU (reuse)",
                 "agent processes",
                 "agent start + teardown",
-                "verdict (process | reuse)",
+                "verdict (process; reuse)",
                 "clauses differing",
                 "tests",
             ],
