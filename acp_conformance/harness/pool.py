@@ -55,6 +55,10 @@ MAX_LEASES = 30
 
 #: Statuses a lent connection may have given without being retired (anything else is a finding).
 _CLEAN = (Status.PASS, Status.NOT_APPLICABLE)
+#: Extension methods in the suite's own namespace (its ping, its probes): no agent implements them,
+#: so they change nothing a fresh process would not show (an agent that misbehaves on them shows it).
+OUR_EXTENSIONS = "_acp_conformance/"
+
 #: What a test may send and still give the process back: requests and notifications whose effect
 #: ends with the session (session-setup.mdx, prompt-turn.mdx, cancellation.mdx).  Anything else
 #: (a second ``initialize``, ``authenticate``, ``logout``, a mode or configuration an adapter may
@@ -165,7 +169,7 @@ def refusal(pooled: Pooled, client: ClientEndpoint, results: list[ClauseResult])
     transport = pooled.transport
     after_handshake = peer.transcript.entries[len(pooled.seed_entries) :]
     sent = {str(e.method) for e in after_handshake if e.direction == "out" and e.method is not None}
-    beyond = sorted(sent - SESSION_SCOPED)
+    beyond = sorted(m for m in sent - SESSION_SCOPED if not m.startswith(OUR_EXTENSIONS))
     reasons = [
         (peer.closed.is_set() or transport is None or transport.returncode is not None, "the agent exited"),
         (transport is not None and transport.output_closed, "we closed the agent's stdin"),
