@@ -60,7 +60,17 @@ from acp_conformance.transport.process import ProcessTransport, spawn
 if TYPE_CHECKING:
     from acp_conformance.harness.pool import ConnectionPool, Pooled
 
-__all__ = ["AcpSpecWarning", "AgentConfig", "AgentHarness", "Connection", "PreparedPeer", "judge_transcript"]
+__all__ = [
+    "AcpSpecWarning",
+    "AgentConfig",
+    "AgentHarness",
+    "Connection",
+    "PreparedPeer",
+    "client_peer",
+    "handshake",
+    "judge_transcript",
+    "spawn_agent",
+]
 # AcpSpecWarning and judge_transcript live in harness.base; re-exported here for the suites.
 
 
@@ -112,6 +122,47 @@ class Connection:
 
     def stderr_tail(self, n: int = 20) -> list[str]:
         return list(self.transport.stderr_tail)[-n:]
+
+
+@asynccontextmanager
+async def spawn_agent(
+    config: AgentConfig, env: dict[str, str], cwd: str, on_stderr: Callable[[str], None]
+) -> AsyncIterator[ProcessTransport]:
+    """Start the agent under test, for a fresh connection and a pooled one alike: each teardown
+    stage (stdin EOF, SIGTERM) waits at most ``min(2, timeout)``, since an agent that ignores both
+    must not cost more per connection than the deadline the user chose for a wait; the first
+    stage shorter once the agent is known to outlive EOF (``ExitMemory``)."""
+    grace = min(2.0, config.timeout)
+    exits = exit_memory(config.command)
+    spawned: list[ProcessTransport] = []
+    try:
+        async with spawn(
+            config.command, env=env, cwd=cwd, on_stderr=on_stderr, grace=grace, eof_grace=exits.eof_grace(grace)
+        ) as transport:
+            spawned.append(transport)
+            yield transport
+    finally:
+        if spawned:
+            exits.note(spawned[0].outlived_eof)
+
+
+def client_peer(
+    transport: ProcessTransport, config: AgentConfig, validator: SchemaValidator, transcript: Transcript, where: str
+) -> Peer:
+    """Our client side of the agent's connection (entered by the caller), with the run's memory of
+    missed deadlines; ``where`` names the connection in messages about them."""
+    peer = Peer(
+        transport,
+        Role.CLIENT,
+        validator=validator,
+        transcript=transcript,
+        timeout=config.timeout,
+        max_frame_bytes=config.max_frame_bytes,
+        stderr_tail=lambda: list(transport.stderr_tail),
+    )
+    peer.deadlines = deadline_memory(config.command)
+    peer.where = where
+    return peer
 
 
 async def handshake(peer: Peer, client: ClientEndpoint, config: AgentConfig, protocol_version: Any) -> None:
@@ -264,7 +315,7 @@ class AgentHarness(HarnessBase):
         assert self.pool is not None
         try:
             pooled = await self.pool.lease(transcript, capabilities, protocol_version)
-        except BaseException:
+        except BaseException as exc:
             # The handshake, judged as a fresh connection's would be, whatever ended it.
             broken = self.pool.last_failed
             if broken is not None and broken.peer is not None:
@@ -273,6 +324,8 @@ class AgentHarness(HarnessBase):
                 self._judge(broken.peer, transcript)
             else:
                 self.results.extend(judge_transcript(transcript, "agent"))
+            if isinstance(exc, PeerError):
+                self._stderr_into(exc, broken.transport if broken is not None else None)
             raise
         peer = pooled.live_peer
         # A new process keeps what came after its handshake too (the lease began as it started).
@@ -356,32 +409,11 @@ class AgentHarness(HarnessBase):
         terminals: VirtualTerminals | None,
     ) -> AsyncIterator[Connection]:
         __tracebackhide__ = True  # a finding's traceback shows the test, not the harness
-        # Each teardown stage (stdin EOF, SIGTERM) waits at most this long: an agent that ignores
-        # both must not cost more per connection than the deadline the user chose for a wait.
-        grace = min(2.0, self.config.timeout)
-        exits = exit_memory(self.config.command)
         spawned: list[ProcessTransport] = []
         try:
-            async with spawn(
-                self.config.command,
-                env=env,
-                cwd=cwd,
-                on_stderr=on_stderr,
-                grace=grace,
-                eof_grace=exits.eof_grace(grace),
-            ) as transport:
+            async with spawn_agent(self.config, env, cwd, on_stderr) as transport:
                 spawned.append(transport)
-                peer = Peer(
-                    transport,
-                    Role.CLIENT,
-                    validator=self.validator,
-                    transcript=transcript,
-                    timeout=self.config.timeout,
-                    max_frame_bytes=self.config.max_frame_bytes,
-                    stderr_tail=lambda: list(transport.stderr_tail),
-                )
-                peer.deadlines = deadline_memory(self.config.command)
-                peer.where = self.label or "an earlier test"
+                peer = client_peer(transport, self.config, self.validator, transcript, self.label or "an earlier test")
                 client = ClientEndpoint(
                     peer,
                     capabilities=capabilities,
@@ -411,9 +443,6 @@ class AgentHarness(HarnessBase):
         except PeerError as exc:
             self._stderr_into(exc, spawned[0] if spawned else None)
             raise
-        finally:
-            if spawned:
-                exits.note(spawned[0].outlived_eof)
 
     def _judge(self, peer: Peer, transcript: Transcript) -> list[ClauseResult]:
         """Judge the transcript even when the test body failed: the violations are evidence either

@@ -34,16 +34,13 @@ import anyio.abc
 import orjson
 
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.connection import Role
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.endpoints.client import ClientCapabilities, ClientEndpoint
-from acp_conformance.errors import PeerError
-from acp_conformance.harness.agent import AgentConfig, PreparedPeer, handshake
-from acp_conformance.harness.base import deadline_memory, exit_memory
+from acp_conformance.harness.agent import AgentConfig, PreparedPeer, client_peer, handshake, spawn_agent
 from acp_conformance.peer import Peer
 from acp_conformance.results import ClauseResult, Status
 from acp_conformance.transcript import Entry, Transcript
-from acp_conformance.transport.process import ProcessTransport, spawn
+from acp_conformance.transport.process import ProcessTransport
 
 if TYPE_CHECKING:
     from acp_conformance.schema.validator import SchemaValidator
@@ -261,10 +258,8 @@ class ConnectionPool:
         self.owned.append(pooled)
         try:
             await self.tg.start(self._own, pooled, transcript, capabilities, protocol_version)
-        except BaseException as exc:
-            self.last_failed = pooled
-            if isinstance(exc, PeerError) and pooled.transport is not None and len(pooled.transport.stderr_tail) > 0:
-                exc.stderr_tail = list(pooled.transport.stderr_tail)[-20:]
+        except BaseException:
+            self.last_failed = pooled  # the leasing test judges its handshake and shows its stderr
             raise
         pooled.leases = 1
         self.lent += 1
@@ -317,7 +312,6 @@ class ConnectionPool:
         raising in our reader) is the test's too (``Pooled.error``): nothing here may take the
         pool's task group down."""
         started = False
-        exits = exit_memory(self.config.command)
         try:
             async with AsyncExitStack() as stack:
                 config = self.config
@@ -326,33 +320,13 @@ class ConnectionPool:
                     prepared = await stack.enter_async_context(config.setup(pooled.directory / "peer"))
                     env.update(prepared.env)
                     pooled.prepared = prepared
-                grace = min(2.0, config.timeout)
 
                 def on_stderr(line: str) -> None:
                     transcript.add("stderr", line)
 
-                transport = await stack.enter_async_context(
-                    spawn(
-                        config.command,
-                        env=env,
-                        cwd=self.cwd,
-                        on_stderr=on_stderr,
-                        grace=grace,
-                        eof_grace=exits.eof_grace(grace),
-                    )
-                )
+                transport = await stack.enter_async_context(spawn_agent(config, env, self.cwd, on_stderr))
                 pooled.transport = transport
-                peer = Peer(
-                    transport,
-                    Role.CLIENT,
-                    validator=self.validator,
-                    transcript=transcript,
-                    timeout=config.timeout,
-                    max_frame_bytes=config.max_frame_bytes,
-                    stderr_tail=lambda: list(transport.stderr_tail),
-                )
-                peer.deadlines = deadline_memory(config.command)
-                peer.where = "a pooled connection's handshake"
+                peer = client_peer(transport, config, self.validator, transcript, "a pooled connection's handshake")
                 pooled.peer = await stack.enter_async_context(peer)
                 client = ClientEndpoint(peer, capabilities=capabilities)
                 await handshake(peer, client, config, protocol_version)
@@ -375,8 +349,6 @@ class ConnectionPool:
                 with contextlib.suppress(Exception):
                     print(f"acp-conformance: an idle pooled agent connection ended with {exc!r}", file=sys.stderr)
         finally:
-            if pooled.transport is not None:
-                exits.note(pooled.transport.outlived_eof)
             pooled.done.set()
 
 
