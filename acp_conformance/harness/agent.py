@@ -98,6 +98,11 @@ class AgentConfig:
     #: agent's environment and its ``evidence()`` joins failure reports.
     setup: Callable[[Path], AbstractAsyncContextManager[PreparedPeer]] | None = None
 
+    @property
+    def teardown_limit(self) -> float:
+        """How long waiting for a process's teardown may take (its stages are bounded in turn)."""
+        return 4 * max(self.timeout, 2.0)
+
 
 class PreparedPeer(Protocol):
     """What a peer profile's setup yields for one connection."""
@@ -200,6 +205,7 @@ class AgentHarness(HarnessBase):
         workdir: str | os.PathLike[str],
         label: str = "",
         pool: ConnectionPool | None = None,
+        drain: ConnectionPool | None = None,
     ) -> None:
         super().__init__(label)
         self.config = config
@@ -212,6 +218,8 @@ class AgentHarness(HarnessBase):
         #: process per connection.  A test borrows for its first connection only, and gives it
         #: back in ``release`` when the test is over (``harness.pool`` decides whether it is kept).
         self.pool = pool
+        #: A pool whose idle processes must be gone before this test starts one (``acp_sole_process``).
+        self._drain = drain
         self._lease: tuple[Pooled, ClientEndpoint] | None = None
         self._lease_open = False
         self._why_not = ""
@@ -276,6 +284,9 @@ class AgentHarness(HarnessBase):
                 # an agent that saves its sessions on exit must have done so (session/load by a
                 # fresh process).  The borrowed one is retired now, and awaited.
                 await self._give_back()
+        if self._drain is not None:
+            drain, self._drain = self._drain, None
+            await drain.retire_idle()
         async with AsyncExitStack() as stack:
             env = dict(self.config.env)
             if self.config.setup is not None:
@@ -375,6 +386,11 @@ class AgentHarness(HarnessBase):
                 raise pooled.error
             self._raise_findings(found)
         except PeerError as exc:
+            # The test is over, as a fresh connection's would be: tear the process down now, so
+            # that what it wrote on stderr on its way out (a crash report) is in the message.
+            self._why_not = self._why_not or "the test did not complete"
+            if self._lease is not None:
+                await self._give_back()
             self._stderr_into(exc, transport)
             raise
 
@@ -387,11 +403,12 @@ class AgentHarness(HarnessBase):
         self.pool.give_back(pooled, client, self.results, self._why_not)
 
     async def _give_back(self) -> None:
-        """Retire the borrowed connection before the test's next one, and wait until it is gone."""
+        """Retire the borrowed connection now (before the test's next one, or as its test ends
+        on a peer error), and wait until it is gone."""
         assert self._lease is not None
         pooled = self._lease[0]
         self.release()
-        with anyio.fail_after(4 * max(self.config.timeout, 2.0)):  # teardown: bounded stages
+        with anyio.fail_after(self.config.teardown_limit):
             await pooled.done.wait()
 
     @asynccontextmanager

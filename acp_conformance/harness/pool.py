@@ -284,6 +284,16 @@ class ConnectionPool:
         self.retired[why] = self.retired.get(why, 0) + 1
         pooled.retire.set()
 
+    async def retire_idle(self) -> None:
+        """Retire every idle connection and wait until its process is gone: the next test judges
+        what a process tree leaves behind, which only one live agent process can prove."""
+        idle, self.idle = self.idle, []
+        for pooled in idle:
+            self._retire(pooled, "a test that needs the only agent process came")
+        with anyio.fail_after(self.config.teardown_limit):
+            for pooled in idle:
+                await pooled.done.wait()
+
     async def aclose(self) -> None:
         """Tear every process down (at the end of the run, or when it is interrupted)."""
         for pooled in self.owned:

@@ -42,6 +42,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "acp_own_process: this test starts the agent afresh even under --acp-isolation=connection"
     )
+    config.addinivalue_line(
+        "markers",
+        "acp_sole_process: as acp_own_process, and no other agent process of this pytest process lives beside it",
+    )
     agent, client = config.getoption("acp_agent"), config.getoption("acp_client")
     for name, value in (("--acp-agent", agent), ("--acp-client", client)):
         if value is not None and not value.strip():

@@ -22,12 +22,17 @@ if TYPE_CHECKING:
     from acp_conformance.harness.client import ClientHarness
     from acp_conformance.harness.pool import ConnectionPool
 
-__all__ = ["OWN_PROCESS", "acp_agent", "acp_agent_pool", "acp_client"]
+__all__ = ["OWN_PROCESS", "SOLE_PROCESS", "acp_agent", "acp_agent_pool", "acp_client"]
 
 
 #: A test (or module, ``pytestmark``) that must have an agent process of its own even under
 #: ``--acp-isolation=connection``: it changes what a later test would see of the process.
 OWN_PROCESS = "acp_own_process"
+#: A test that judges what the agent's process tree leaves running (``wait_gone``): it gets a
+#: process of its own, and the pool's idle processes are retired before it starts.  A
+#: double-forked daemon is ours only by when it was born (``transport.process``), which names no
+#: spawn while other agent processes live beside the test's.
+SOLE_PROCESS = "acp_sole_process"
 
 
 @pytest.fixture
@@ -38,11 +43,14 @@ def acp_agent(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AgentH
     state = request.config.stash.get(STATE, None)
     if state is None or state.agent is None:
         pytest.skip("no --acp-agent given")
-    pool = None
+    pool = drain = None
     pooled = request.config.getoption("acp_isolation") == "connection"
-    if pooled and request.node.get_closest_marker(OWN_PROCESS) is None and _loop_outlives_tests(request):
+    marked = request.node.get_closest_marker
+    if pooled and marked(SOLE_PROCESS) is not None and _loop_outlives_tests(request):
+        drain = request.getfixturevalue("acp_agent_pool")
+    elif pooled and marked(OWN_PROCESS) is None and _loop_outlives_tests(request):
         pool = request.getfixturevalue("acp_agent_pool")
-    harness = AgentHarness(state.agent, state.validator, tmp_path, label=request.node.nodeid, pool=pool)
+    harness = AgentHarness(state.agent, state.validator, tmp_path, label=request.node.nodeid, pool=pool, drain=drain)
     request.node.stash[HARNESS] = harness
     yield harness
     harness.release()

@@ -118,13 +118,19 @@ def test_silent_agent(tmp_path: Path, baseline_mib: float) -> None:
     assert all("no response to initialize (id 0) within 1 s" in m for m in run.messages("content.text.baseline"))
 
 
+def assert_prompt_unanswered(messages: list[str]) -> None:
+    """Only prompts went unanswered, each after the 2 s deadline.  The ids are the connections'
+    next ones: 2 on a fresh connection, more on one borrowed from an earlier test."""
+    assert messages, "no unanswered request reported"
+    for m in messages:
+        assert re.fullmatch(r"no response to session/prompt \(id \d+\) within 2 s", m), messages
+
+
 def test_agent_answering_only_some_requests(tmp_path: Path, baseline_mib: float) -> None:
     run = run_hostile("answers-some", tmp_path, *only(*CORE), *FAST)
     check_run(run, seconds=90, baseline=baseline_mib)
     assert run.with_status("FAIL") == {"jsonrpc.every-request-answered"}, run.summary()
-    assert set(run.messages("jsonrpc.every-request-answered", "FAIL")) == {
-        "no response to session/prompt (id 2) within 2 s"
-    }
+    assert_prompt_unanswered(run.messages("jsonrpc.every-request-answered", "FAIL"))
     assert statuses_of(run, NO_PROMPT) == dict.fromkeys(sorted(NO_PROMPT), "PASS"), run.summary()
     assert run.statuses()["content.text.baseline"] == "INCONCLUSIVE"
     assert run.statuses()["transport.stdio.exit-on-stdin-close"] == "PASS"
@@ -135,9 +141,7 @@ def test_agent_hanging_mid_line(tmp_path: Path, baseline_mib: float) -> None:
     run = run_hostile("partial-frame", tmp_path, *only(*CORE), *FAST)
     check_run(run, seconds=90, baseline=baseline_mib)
     assert run.with_status("FAIL") == {"jsonrpc.every-request-answered"}, run.summary()
-    assert set(run.messages("jsonrpc.every-request-answered", "FAIL")) == {
-        "no response to session/prompt (id 2) within 2 s"
-    }
+    assert_prompt_unanswered(run.messages("jsonrpc.every-request-answered", "FAIL"))
     assert statuses_of(run, NO_PROMPT) == dict.fromkeys(sorted(NO_PROMPT), "PASS"), run.summary()
 
 
@@ -227,7 +231,9 @@ def test_agent_exiting_in_the_middle_of_a_turn(tmp_path: Path, baseline_mib: flo
     assert run.statuses()["content.text.baseline"] == "INCONCLUSIVE"
     messages = run.messages("content.text.baseline")
     assert any("segmentation fault (simulated)" in m for m in messages), messages
-    assert any("the peer closed its output before answering session/prompt (id 2)" in m for m in messages), messages
+    # The id is the connection's next one: 2 on a fresh connection, more on a borrowed one.
+    closed = r"the peer closed its output before answering session/prompt \(id \d+\)"
+    assert any(re.search(closed, m) for m in messages), messages
 
 
 def test_agent_ignoring_stdin_eof_and_sigterm(tmp_path: Path, baseline_mib: float) -> None:
@@ -258,7 +264,8 @@ def test_agent_leaving_processes_behind(tmp_path: Path, baseline_mib: float, nam
     assert run.with_status("INFO") == {"transport.stdio.exit-on-stdin-close"}, run.summary()
     started = run.records("sleepers")
     assert {s["how"] for s in started} == sleepers
-    assert len(started) >= len(sleepers) * len(CORE), "fewer escapes than agent processes: the attack did not run"
+    # One escape of each kind per agent process: at least the pool's and the exit test's own.
+    assert len(started) >= len(sleepers) * 2, "fewer escapes than agent processes: the attack did not run"
 
 
 def test_agent_behind_an_exiting_launcher_is_judged_on_stdin_eof(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ async def test_escaped_newlines_in_strings_are_accepted(acp_agent: AgentHarness)
 
 
 # Also newline-delimited: whatever the agent writes on its way out must be whole lines.
+@pytest.mark.acp_sole_process  # what the process tree leaves running is judged
 @pytest.mark.acp_clause("transport.stdio.exit-on-stdin-close", "transport.stdio.newline-delimited")
 async def test_exits_after_stdin_closes(acp_agent: AgentHarness) -> None:
     """Reported, not required: does the agent exit once the client closes its stdin?"""
