@@ -23,6 +23,7 @@ client are all a ``Peer`` plus handlers.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
@@ -32,6 +33,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
+from acp_conformance._tasks import LightTasks
 from acp_conformance._util import single_exception
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.connection import AnsweringConnection, Connection, Role
@@ -124,11 +126,13 @@ class Peer:
         #: that the peer had read a request it never answered (``_answered_after``).
         self._sent_seq: dict[tuple[str, Any], int] = {}
         self._sent_count = 0
-        #: One event per response someone waits for: set when that response (or EOF) arrives,
-        #: so a waiter is not woken by every frame of a long stream of updates.
-        self._awaited: dict[tuple[str, Any], anyio.Event] = {}
+        #: The waiters for each response (``_answer_or``), woken when it (or EOF) arrives, so a
+        #: waiter is not woken by every frame of a long stream of updates.
+        self._awaited: dict[tuple[str, Any], list[asyncio.Future[None]]] = {}
         self._stderr_tail = stderr_tail or (lambda: [])
         self._tg: anyio.abc.TaskGroup | None = None
+        #: The tasks answering the peer's requests, one each (``_tasks.py``: lighter than ``_tg``'s).
+        self._serving = LightTasks(self._serving_failed)
         #: ``bytes -> bytes`` applied to every outgoing frame (``b""`` drops it):
         #: how test peers break the wire format on purpose.  ``None`` in normal use.
         self.wire_filter: Callable[[bytes], bytes] | None = None
@@ -163,12 +167,20 @@ class Peer:
     async def __aexit__(self, *exc: Any) -> bool | None:
         assert self._tg is not None
         self._tg.cancel_scope.cancel()
+        await self._serving.aclose()
         try:
-            return await self._tg.__aexit__(*exc)
+            suppressed = await self._tg.__aexit__(*exc)
         except BaseExceptionGroup as group:
             # The body's own exception (a failed check, a skip) must reach the
             # caller as itself, not wrapped in a group by our reader task group.
             raise single_exception(group) from None
+        if self._serving.error is not None:
+            raise self._serving.error  # a handler's task failed: as a task group would raise it
+        return suppressed
+
+    def _serving_failed(self, exc: BaseException) -> None:
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()  # the body stops; ``__aexit__`` raises ``exc``
 
     def rebind(self, transcript: Transcript, seed: list[Event]) -> None:
         """Hand this open connection to its next user (``harness.pool``) as if just initialized:
@@ -217,8 +229,9 @@ class Peer:
         self._dispatch(self.conn.receive_eof())
         self.transcript.note("peer closed its output (EOF)")
         self.closed.set()
-        for awaited in self._awaited.values():
-            awaited.set()
+        for waiters in self._awaited.values():
+            for waiter in waiters:
+                _wake(waiter)
         self._awaited.clear()
         self._notify()
 
@@ -270,18 +283,16 @@ class Peer:
                 continue
             self.validate_inbound(ev, entry)
             if isinstance(ev, Request):
-                assert self._tg is not None
                 self._busy += 1
-                self._tg.start_soon(self._serve, ev)
+                self._serving.start(self._serve, ev)
             elif isinstance(ev, Notification):
                 for listener in list(self.listeners):
                     listener(ev)
             else:
                 key = jsonrpc.id_key(ev.id)
                 self._responses[key] = ev
-                awaited = self._awaited.pop(key, None)
-                if awaited is not None:
-                    awaited.set()
+                for waiter in self._awaited.pop(key, ()):
+                    _wake(waiter)
         self._flush(pending)
         if events:
             self._notify()
@@ -488,30 +499,51 @@ class Peer:
         key = jsonrpc.id_key(rid)
         limit = self.timeout if timeout is None else timeout
         self._leave_slot()
-        with anyio.move_on_after(limit):
-            while True:
-                resp = self._responses.get(key)
-                if resp is not None:
-                    return resp
-                if self.closed.is_set():
-                    msg = f"the peer closed its output before answering {method} (id {rid!r})"
-                    later = self._answered_after(key)
-                    if later is None:
-                        # A peer that exits (a crash, a defect of its own, a deliberate quit) may
-                        # never have read our request: the closing proves nothing about it.
-                        msg += "; nothing shows it had read the request (it answered nothing we sent after it)"
-                    elif flag:
-                        self.flag("jsonrpc.every-request-answered", f"{msg}, though it answered {later} sent after it")
-                    raise PeerExited(msg, None, self.stderr_tail(), read_proven=later is not None)
-                awaited = self._awaited.get(key)
-                if awaited is None:
-                    awaited = self._awaited[key] = anyio.Event()
-                await awaited.wait()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit
+        while True:
+            resp = self._responses.get(key)
+            if resp is not None:
+                return resp
+            if self.closed.is_set():
+                msg = f"the peer closed its output before answering {method} (id {rid!r})"
+                later = self._answered_after(key)
+                if later is None:
+                    # A peer that exits (a crash, a defect of its own, a deliberate quit) may
+                    # never have read our request: the closing proves nothing about it.
+                    msg += "; nothing shows it had read the request (it answered nothing we sent after it)"
+                elif flag:
+                    self.flag("jsonrpc.every-request-answered", f"{msg}, though it answered {later} sent after it")
+                raise PeerExited(msg, None, self.stderr_tail(), read_proven=later is not None)
+            left = deadline - loop.time()
+            if left <= 0:
+                break
+            await self._answer_or(key, left)
         msg = f"no response to {method} (id {rid!r}) within {limit:g} s{self._stall()}"
         self.note_unterminated()
         if flag:
             self._missed(method, msg, limit)
         raise PeerTimeout(msg, self.stderr_tail())
+
+    async def _answer_or(self, key: tuple[str, Any], seconds: float) -> None:
+        """Wait until the answer under ``key`` (or EOF) arrives or ``seconds`` pass.
+
+        A future of this waiter's own and a timer: a round trip's wait, without the cancel scope
+        and event a deadline would cost on every request (``_tasks.py`` says why that counts).
+        Its own, so that cancelling one waiter never wakes another waiting for the same id."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        waiters = self._awaited.setdefault(key, [])
+        waiters.append(waiter)
+        timer = loop.call_later(seconds, _wake, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            if waiter in waiters:
+                waiters.remove(waiter)
+                if not waiters:
+                    self._awaited.pop(key, None)
 
     def _answered_after(self, key: tuple[str, Any]) -> str | None:
         """A request of ours sent after ``key`` that the peer answered (``"id N"``), or None.
@@ -692,6 +724,11 @@ class Peer:
 
     def requests(self, method: str | None = None) -> list[Request]:
         return [e for e in self.events if isinstance(e, Request) and (method is None or e.method == method)]
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _loads(data: bytes) -> Any:

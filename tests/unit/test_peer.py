@@ -325,3 +325,68 @@ async def test_a_prompt_streaming_in_batch_lines_is_not_judged_unanswered() -> N
     client, exc = await _wait_on_a_prompt(stream=False, batched=True)
     assert "still being worked on" in str(exc) and "batch" in str(exc)
     assert "jsonrpc.every-request-answered" not in [v.clause_id for v in client.violations()]
+
+
+# ------------------------------------------------ handler tasks and waiters (_tasks.py)
+async def test_closing_cancels_a_running_handler_and_its_shielded_cleanup_still_runs() -> None:
+    """A handler still running when the peer closes is cancelled as anyio would cancel it: a
+    shielded section finishes, and closing returns only once the handler has ended."""
+    started, cleaned = anyio.Event(), []
+
+    async def slow(req: Request) -> Any:
+        try:
+            started.set()
+            await anyio.sleep_forever()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.01)  # a cleanup that awaits (a terminal/release, say)
+                cleaned.append(req.id)
+        return NO_ANSWER
+
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+            agent.handlers["session/new"] = slow
+            await client.send_request("session/new", NEW_SESSION)
+            await started.wait()
+        assert cleaned == [0]
+
+
+async def test_an_error_escaping_a_handler_task_reaches_the_peers_owner_as_itself() -> None:
+    """What a task group would do: the body is cancelled and the error is raised from the block."""
+
+    class Boom(BaseException):
+        pass
+
+    async def broken_serve(req: Request) -> None:
+        raise Boom("the serving path itself broke")
+
+    with anyio.fail_after(10), pytest.raises(Boom):
+        async with connected() as (client, agent, _):
+            agent._serve = broken_serve  # type: ignore[method-assign]
+            await client.send_request("session/new", NEW_SESSION)
+            await anyio.sleep_forever()  # cancelled by the failing task
+
+
+async def test_cancelling_one_waiter_leaves_another_waiting_for_the_same_answer() -> None:
+    answer = anyio.Event()
+
+    async def later(req: Request) -> Any:
+        await answer.wait()
+        return {"sessionId": SID}
+
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+            agent.handlers["session/new"] = later
+            rid = await client.send_request("session/new", NEW_SESSION)
+            got: list[Response] = []
+            async with anyio.create_task_group() as tg:
+
+                async def patient() -> None:
+                    got.append(await client.wait_response(rid, method="session/new"))
+
+                tg.start_soon(patient)
+                with anyio.move_on_after(0.05):  # an impatient second waiter, cancelled
+                    await client.wait_response(rid, method="session/new")
+                answer.set()
+            assert [r.result for r in got] == [{"sessionId": SID}]
+            assert client._awaited == {}  # no waiter left behind
