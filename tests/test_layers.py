@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, int]] = [
     ("acp_conformance.redaction", 0),
     ("acp_conformance.prompts", 0),
     ("acp_conformance.core", 1),
+    ("acp_conformance._tasks", 2),
     ("acp_conformance.transport", 2),
     ("acp_conformance.model_stub", 2),
     ("acp_conformance.schema", 2),

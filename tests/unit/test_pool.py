@@ -13,6 +13,7 @@ import pytest
 
 from acp_conformance.core.events import Notification, Response, Violation
 from acp_conformance.core.ids import id_key
+from acp_conformance.errors import PeerExited
 from acp_conformance.harness import AgentConfig, AgentHarness
 from acp_conformance.harness.pool import ConnectionPool, Pooled, hosted_pool
 from acp_conformance.results import Status
@@ -227,3 +228,34 @@ def test_an_always_option_chosen_is_noticed() -> None:
     assert not _chose_always([*t.entries[:1], once])
     t.add("out", b"...", {"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"optionId": "a1"}}})
     assert _chose_always(t.entries)
+
+
+#: Answers initialize; at the next request closes its stdout, then says why on stderr and exits.
+CRASHES_AFTER_CLOSING = (
+    "import json, os, sys, time\n"
+    "first = json.loads(sys.stdin.readline())\n"
+    "answer = {'protocolVersion': 1, 'agentCapabilities': {}, 'authMethods': []}\n"
+    "sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': first['id'], 'result': answer}) + '\\n')\n"
+    "sys.stdout.flush()\n"
+    "sys.stdin.readline()\n"
+    "os.close(1)\n"
+    "time.sleep(0.3)\n"
+    "sys.stderr.write('crash report: out of memory\\n')\n"
+    "sys.exit(3)\n"
+)
+
+
+async def test_a_peer_error_tears_the_borrowed_process_down_before_its_message_is_made(
+    schema_validator: SchemaValidator, tmp_path: Path
+) -> None:
+    """What the agent writes on stderr on its way out is in the message, as for a fresh process,
+    whose teardown (which drains stderr) comes before the message."""
+    script = tmp_path / "crashes.py"
+    script.write_text(CRASHES_AFTER_CLOSING)
+    async with pool_of(f"{sys.executable} {script}", schema_validator, tmp_path) as pool:
+        acp = harness(pool, tmp_path, 1)
+        with pytest.raises(PeerExited) as raised:
+            async with acp.connect() as conn:
+                await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+        assert any("crash report: out of memory" in line for line in raised.value.stderr_tail), raised.value
+        assert pool.retired == {"the test did not complete": 1}
