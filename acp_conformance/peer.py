@@ -53,6 +53,7 @@ from acp_conformance.deadlines import DeadlineMemory
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
 from acp_conformance.handlers import NO_ANSWER, HandlerError, NotificationListener, RequestHandler
 from acp_conformance.outbox import OUTBOX_BUDGET, Outbox
+from acp_conformance.schema.rules import judge_frame
 from acp_conformance.transcript import Entry, Transcript
 from acp_conformance.transport.base import Transport
 
@@ -273,11 +274,12 @@ class Peer:
                 pending.append(ev)
                 continue
             entry = self.transcript.add("in", ev.raw, ev.message)
-            self._flush([v for v in pending if v.index != ev.index])
-            for v in pending:
-                if v.index == ev.index:
-                    self.transcript.violation(v, entry)
-            pending = []
+            if pending:
+                self._flush([v for v in pending if v.index != ev.index])
+                for v in pending:
+                    if v.index == ev.index:
+                        self.transcript.violation(v, entry)
+                pending = []
             if isinstance(ev, Unjudged):
                 self.transcript.note(ev.reason)
                 continue
@@ -313,8 +315,6 @@ class Peer:
     def validate_inbound(self, ev: Request | Notification | Response, entry: Entry) -> None:
         """Judge one received message against the schema (``schema.rules.judge_frame``) and
         record the findings on its transcript entry."""
-        from acp_conformance.schema.rules import judge_frame
-
         for v in judge_frame(self.validator, self.role, ev):
             self.transcript.violation(v, entry)
             self._append(v)

@@ -36,9 +36,9 @@ __all__ = [
 Direction = Literal["in", "out", "stderr", "note"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
-    """One transcript line."""
+    """One transcript line (slotted: one is made per frame, and a flood makes millions)."""
 
     t: float
     direction: Direction
@@ -134,6 +134,9 @@ class Transcript:
         self._frame_tail: deque[Entry] = deque()  # droppable frame entries, oldest first
         self._drop_note: Entry | None = None
         self._signatures: set[tuple[Any, ...] | None] = set()
+        #: No compaction can start before the frame tail is this long (``_maybe_compact``'s rule,
+        #: which only grows with the entries): most frames skip the check.
+        self._compact_at = FRAMES_TAIL + FRAMES_TAIL // 2
 
     def _now(self) -> float:
         return round(time.monotonic() - self.started, 6)
@@ -141,18 +144,21 @@ class Transcript:
     def add(self, direction: Direction, raw: bytes | str, message: Any = None) -> Entry:
         entry = Entry(self._now(), direction, raw, message)
         self.entries.append(entry)
-        if direction == "stderr":
-            self.stderr_total += 1
-            if self.stderr_total > STDERR_HEAD:
-                self._stderr_tail.append(entry)
-                self._maybe_compact()
-        elif direction in ("in", "out"):
+        if direction == "in" or direction == "out":
             self.frames_total += 1
             sig = _signature(direction, message)
             if sig not in self._signatures and len(self._signatures) < MAX_SIGNATURES:
                 self._signatures.add(sig)  # the first of its kind: pinned
             elif self.frames_total > FRAMES_HEAD:
                 self._frame_tail.append(entry)
+                # A frame adds one entry and one droppable frame: of ``_maybe_compact``'s three
+                # triggers only the frame tail's can become true, at ``_compact_at`` at the soonest.
+                if len(self._frame_tail) >= self._compact_at:
+                    self._maybe_compact()
+        elif direction == "stderr":
+            self.stderr_total += 1
+            if self.stderr_total > STDERR_HEAD:
+                self._stderr_tail.append(entry)
                 self._maybe_compact()
         return entry
 
@@ -174,16 +180,18 @@ class Transcript:
         if len(self._stderr_tail) + len(self._frame_tail) > 2 * len(self.entries) + 64:
             self._forget_removed()  # amortised: afterwards the queues are no longer than the entries
         quarter = len(self.entries) // 4
-        if stderr_excess < max(STDERR_TAIL, quarter) and frame_excess < max(FRAMES_TAIL // 2, quarter):
-            return
-        doomed: set[int] = set()
-        for queue, excess in ((self._stderr_tail, stderr_excess), (self._frame_tail, frame_excess)):
-            for _ in range(max(excess, 0)):
-                e = queue.popleft()
-                if not e.violations:
-                    doomed.add(id(e))
-        if doomed:
-            self._drop(doomed)
+        if stderr_excess >= max(STDERR_TAIL, quarter) or frame_excess >= max(FRAMES_TAIL // 2, quarter):
+            doomed: set[int] = set()
+            for queue, excess in ((self._stderr_tail, stderr_excess), (self._frame_tail, frame_excess)):
+                for _ in range(max(excess, 0)):
+                    e = queue.popleft()
+                    if not e.violations:
+                        doomed.add(id(e))
+            if doomed:
+                self._drop(doomed)
+        # The rule above with the entries as they are now (fewer after a drop); it only grows
+        # as entries are added, so until then the frame tail's own length is the whole check.
+        self._compact_at = FRAMES_TAIL + max(FRAMES_TAIL // 2, len(self.entries) // 4)
 
     def _drop(self, doomed: set[int]) -> None:
         """Remove the ``doomed`` entries; count them in notes (one for stderr, one per run of frames)."""
