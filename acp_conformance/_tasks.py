@@ -1,9 +1,10 @@
 """Light tasks for the per-frame hot path: one per request the peer sends us.
 
-``anyio``'s ``TaskGroup.start_soon`` costs about 30 µs per task on asyncio (its task handle,
-its task state, a done callback that costs the event loop one more pass); a native asyncio task
-costs about 8, one with an ``anyio.CancelScope`` of its own about 18 (``bench/README.md``).  A
-mock agent spends one task per prompt round trip, so that difference is a tenth of a round trip.
+``anyio``'s ``TaskGroup.start_soon`` cost 37-46 µs per task on asyncio in a micro-benchmark on
+a 2-core VM (its task handle, its task state, a done callback that costs the event loop one more
+pass); a native asyncio task 7-9, one with an ``anyio.CancelScope`` of its own 18-22
+(``bench/README.md``, item 12).  A mock agent spends one task per prompt round trip, so the
+difference is about a tenth of a round trip.
 
 What the task group gave us is kept: each task runs inside a cancel scope of its own, so closing
 cancels it the way anyio would (a shielded cleanup in a handler still runs), ``aclose`` waits for
