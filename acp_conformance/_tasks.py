@@ -36,9 +36,6 @@ class LightTasks:
         #: The first exception a task let escape (``on_error`` was called with it).
         self.error: BaseException | None = None
 
-    def __len__(self) -> int:
-        return len(self._scopes)
-
     def start(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Run ``fn(*args)`` in a task of its own (the caller's context is copied, as always)."""
         task = asyncio.get_running_loop().create_task(self._run(fn, args))

@@ -101,6 +101,12 @@ def _signature(direction: Direction, message: Any) -> tuple[Any, ...] | None:
     return (direction, method, "id" in message, update)
 
 
+def _frame_excess_allowed(entries: int) -> int:
+    """Frames past the tail a transcript of ``entries`` lines carries before it compacts (at
+    least a quarter of them, so each pass over the entries is paid for by what it frees)."""
+    return max(FRAMES_TAIL // 2, entries // 4)
+
+
 class Transcript:
     """Append-only record of one connection, bounded against floods.
 
@@ -136,7 +142,7 @@ class Transcript:
         self._signatures: set[tuple[Any, ...] | None] = set()
         #: No compaction can start before the frame tail is this long (``_maybe_compact``'s rule,
         #: which only grows with the entries): most frames skip the check.
-        self._compact_at = FRAMES_TAIL + FRAMES_TAIL // 2
+        self._compact_at = FRAMES_TAIL + _frame_excess_allowed(0)
 
     def _now(self) -> float:
         return round(time.monotonic() - self.started, 6)
@@ -180,7 +186,7 @@ class Transcript:
         if len(self._stderr_tail) + len(self._frame_tail) > 2 * len(self.entries) + 64:
             self._forget_removed()  # amortised: afterwards the queues are no longer than the entries
         quarter = len(self.entries) // 4
-        if stderr_excess >= max(STDERR_TAIL, quarter) or frame_excess >= max(FRAMES_TAIL // 2, quarter):
+        if stderr_excess >= max(STDERR_TAIL, quarter) or frame_excess >= _frame_excess_allowed(len(self.entries)):
             doomed: set[int] = set()
             for queue, excess in ((self._stderr_tail, stderr_excess), (self._frame_tail, frame_excess)):
                 for _ in range(max(excess, 0)):
@@ -191,7 +197,7 @@ class Transcript:
                 self._drop(doomed)
         # The rule above with the entries as they are now (fewer after a drop); it only grows
         # as entries are added, so until then the frame tail's own length is the whole check.
-        self._compact_at = FRAMES_TAIL + max(FRAMES_TAIL // 2, len(self.entries) // 4)
+        self._compact_at = FRAMES_TAIL + _frame_excess_allowed(len(self.entries))
 
     def _drop(self, doomed: set[int]) -> None:
         """Remove the ``doomed`` entries; count them in notes (one for stderr, one per run of frames)."""
