@@ -290,7 +290,7 @@ class Peer:
             elif isinstance(ev, Notification):
                 for listener in list(self.listeners):
                     listener(ev)
-            else:
+            elif not ev.duplicate:  # the first answer is the answer; a second is only evidence
                 key = jsonrpc.id_key(ev.id)
                 self._responses[key] = ev
                 for waiter in self._awaited.pop(key, ()):

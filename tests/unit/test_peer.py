@@ -390,3 +390,19 @@ async def test_cancelling_one_waiter_leaves_another_waiting_for_the_same_answer(
                 answer.set()
             assert [r.result for r in got] == [{"sessionId": SID}]
             assert client._awaited == {}  # no waiter left behind
+
+
+async def test_the_first_of_two_answers_arriving_together_is_the_answer() -> None:
+    """A peer that answers one request twice (``permission-duplicate-answer``: allow, then reject):
+    the first answer is the answer, even when both lines come in one read and the waiter wakes
+    after both are decoded.  It used to be the second, so a mock agent took a client's duplicate
+    reject for its answer whenever the two arrived together: a verdict that did not recur."""
+    with anyio.fail_after(10):
+        async with connected() as (client, _agent, agent_end):
+            rid = await client.send_request("_x", {})
+            await agent_end.send(
+                b'{"jsonrpc":"2.0","id":%d,"result":{"n":1}}\n{"jsonrpc":"2.0","id":%d,"result":{"n":2}}\n' % (rid, rid)
+            )
+            assert (await client.wait_response(rid)).result == {"n": 1}
+            await client.wait_for(lambda e: isinstance(e, Violation))
+            assert [v.clause_id for v in client.violations()] == ["jsonrpc.no-duplicate-response"]
