@@ -16,7 +16,8 @@ never escape as tracebacks::
     ├── RpcError                  the peer answered a request with an error
     ├── ConfigurationError        bad user input: option, command, schema
     │   └── SchemaNotFound        the official schema could not be located
-    └── ScenarioError             a scenario file is invalid
+    ├── ScenarioError             a scenario file is invalid
+    └── NotComparable             a borrowed connection showed what a fresh one would not
 
 ``ConformanceFailure`` is an ``AssertionError`` (so pytest renders it as a
 test failure, not an error) carrying the clause, expectation and
@@ -32,6 +33,7 @@ __all__ = [
     "ConfigurationError",
     "ConformanceFailure",
     "LocalProtocolError",
+    "NotComparable",
     "PeerError",
     "PeerExited",
     "PeerTimeout",
@@ -137,3 +139,10 @@ class PeerGaveUp(AcpError):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class NotComparable(AcpError):
+    """A test on a borrowed agent connection (``--acp-isolation=connection``) saw something a
+    freshly started process could not have shown it: the agent gave it an earlier test's session.
+    Its findings would not be the ones of the default mode, so they are not findings: the plugin
+    forgets the attempt and runs the test again on processes of its own (``AgentHarness.start_over``)."""

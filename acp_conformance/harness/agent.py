@@ -33,7 +33,14 @@ from acp_conformance.endpoints.client import (
     Sandbox,
     VirtualTerminals,
 )
-from acp_conformance.errors import ConformanceFailure, PeerError, PeerExited, PeerTimeout, PeerUnavailable
+from acp_conformance.errors import (
+    ConformanceFailure,
+    NotComparable,
+    PeerError,
+    PeerExited,
+    PeerTimeout,
+    PeerUnavailable,
+)
 from acp_conformance.harness.base import (
     DEAD_AFTER,
     AcpSpecWarning,
@@ -367,20 +374,36 @@ class AgentHarness(HarnessBase):
         self._lease = (pooled, client)
         self._lease_open = True
         failed = True
+        reused: list[bool] = []
+
+        def on_reuse() -> None:
+            reused.append(True)
+            body.cancel()
+
         try:
             # The owner task's error (a listener of ours raising in its reader) stops the body,
-            # as a fresh connection's task group would, and is raised as itself.
+            # as a fresh connection's task group would, and is raised as itself.  So does an
+            # earlier test's session handed to this one: the test runs again (``NotComparable``).
             with anyio.CancelScope() as body:
                 pooled.on_crash = body.cancel
+                pooled.on_reuse = on_reuse
                 try:
                     yield conn
                     failed = False
                 finally:
-                    pooled.on_crash = None
+                    pooled.on_crash = pooled.on_reuse = None
                     self._lease_open = False
                     found = self._judge(peer, transcript)
                     if failed:
                         self._why_not = "the test did not complete"
+            if reused:
+                self._why_not = "the agent gave an earlier test's session id again"
+                self.pool.rerun += 1
+                await self._give_back()
+                raise NotComparable(
+                    "on a borrowed connection the agent answered with an earlier test's session id: "
+                    "what the test saw next is not what a fresh process would have shown it"
+                )
             if pooled.error is not None:
                 self._why_not = "the connection's task failed"
                 raise pooled.error
@@ -393,6 +416,21 @@ class AgentHarness(HarnessBase):
                 await self._give_back()
             self._stderr_into(exc, transport)
             raise
+
+    def start_over(self) -> None:
+        """After ``NotComparable``: forget the attempt on the borrowed connection (already retired),
+        its results and its evidence, so that the test runs again exactly as in process mode.
+        Sandboxes go on counting: the first attempt's files stay where they were."""
+        assert self._lease is None, "the borrowed connection is given back before the test starts over"
+        self.pool = None
+        self.results = []
+        self.connections = []
+        self.setups = []
+        self.peer_info = None
+        self.body_completed = False
+        self.pending_failure = None
+        self._why_not = ""
+        self._peer_dir = self.workdir / "peer"
 
     def release(self) -> None:
         """The test is over: the borrowed connection goes back to the pool, or is retired."""

@@ -103,6 +103,9 @@ class Pooled:
         #: the same id (an agent reusing session ids: then ``session_reused`` retires the process).
         self.lease_sessions: set[str] = set()
         self.session_reused = False
+        #: Called when the current test gets an earlier test's session in an answer to one of its
+        #: own requests: what it goes on to see is not what a fresh process would show it.
+        self.on_reuse: Callable[[], None] | None = None
         self.diverted = 0
         #: What ended the owner task after startup (a listener of the test raising, say): raised
         #: in the test, whose body ``on_crash`` cancels, as a fresh connection's task group would.
@@ -125,13 +128,17 @@ class Pooled:
 
     def _is_late(self, ev: Event) -> bool:
         if isinstance(ev, Response):
-            sid = ev.result.get("sessionId") if isinstance(ev.result, dict) else None
-            if isinstance(sid, str) and not ev.is_error:
-                self.session_reused = self.session_reused or sid in self.sessions
-                self.lease_sessions.add(sid)
             # An id an earlier test used that this one has not sent again (a duplicate or late answer).
             key = jsonrpc.id_key(ev.id)
-            return key in self.request_ids and not self.live_peer.sent(key)
+            late = key in self.request_ids and not self.live_peer.sent(key)
+            sid = ev.result.get("sessionId") if isinstance(ev.result, dict) else None
+            if isinstance(sid, str) and not ev.is_error:
+                if sid in self.sessions and sid not in self.lease_sessions:
+                    self.session_reused = True
+                    if not late and self.on_reuse is not None:
+                        self.on_reuse()
+                self.lease_sessions.add(sid)
+            return late
         if isinstance(ev, (Request, Notification)) and isinstance(ev.params, dict):
             sid = ev.params.get("sessionId")
             return isinstance(sid, str) and sid in self.sessions and sid not in self.lease_sessions
@@ -224,6 +231,8 @@ class ConnectionPool:
         self.started = 0
         self.lent = 0
         self.retired: dict[str, int] = {}
+        #: Tests run again on processes of their own (``NotComparable``).
+        self.rerun = 0
         #: The connection whose startup failed last: the leasing test judges its handshake.
         self.last_failed: Pooled | None = None
 
@@ -304,9 +313,10 @@ class ConnectionPool:
 
     def summary(self) -> str:
         why = ", ".join(f"{n}x {reason}" for reason, n in sorted(self.retired.items()))
+        again = f"; {self.rerun} tests run again on a process of their own" if self.rerun else ""
         return f"acp-conformance: {self.lent} agent connections lent, {self.started} processes started" + (
             f"; retired: {why}" if why else ""
-        )
+        ) + again
 
     async def _own(
         self,

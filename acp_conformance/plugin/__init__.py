@@ -164,6 +164,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items[:] = keep
 
 
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """A test whose borrowed agent connection proved not comparable with a fresh process (it was
+    handed an earlier test's session) runs once more, on processes of its own: the attempt's
+    results are forgotten, so its verdict is the one process mode gives.  Innermost (``trylast``),
+    so the second run is captured and timed like the first."""
+    try:
+        return (yield)
+    except Exception as exc:
+        errors = sys.modules.get("acp_conformance.errors")  # imported if a harness raised it
+        if errors is None or not isinstance(exc, errors.NotComparable) or HARNESS not in item.stash:
+            raise
+    from acp_conformance.harness.agent import AgentHarness  # imported already: it raised
+
+    harness = item.stash[HARNESS]
+    assert isinstance(harness, AgentHarness), "only the agent harness borrows connections"
+    harness.start_over()
+    item.runtest()
+    return None
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield

@@ -105,3 +105,19 @@ def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> Non
     assert not differences, f"{name}: --acp-isolation=connection judged otherwise:\n" + "\n".join(differences)
     left = live_processes_matching(f"{BROKEN} {name} ", pooled)
     assert not left, f"the suite left agent processes running with reuse: {left}"
+
+
+def test_a_test_handed_an_earlier_tests_session_runs_again_on_a_process_of_its_own(tmp_path: Path) -> None:
+    """A full proof once found ``session.cwd.authoritative`` FAIL with reuse only: ``constant-session-id``
+    gave the test on a borrowed connection an earlier test's session, with that test's cwd.  The
+    targeted proof above cannot see it (the cwd test is bound to another clause), so this runs the
+    two tests that meet it in both modes: the second is run again on a process of its own, and the
+    verdicts are the same."""
+    agent = f"{PY} {BROKEN} constant-session-id"
+    # -rA: the pool's summary is written as the session ends, into the last test's captured output.
+    select = ("-rA", "-k", "test_relative_cwd_is_rejected or test_tool_paths_follow_the_session_cwd", "--acp-timeout=3")
+    run = run_suite(agent, tmp_path / "process", "--acp-isolation=process", *select)
+    pooled = run_suite(agent, tmp_path / "connection", "--acp-isolation=connection", *select)
+    assert run.statuses()["session.cwd.authoritative"] == "PASS", run.stdout[-3000:]
+    assert not isolation_differences(run, pooled)
+    assert "1 tests run again on a process of their own" in pooled.stdout, pooled.stdout[-3000:]

@@ -13,7 +13,7 @@ import pytest
 
 from acp_conformance.core.events import Notification, Response, Violation
 from acp_conformance.core.ids import id_key
-from acp_conformance.errors import PeerExited
+from acp_conformance.errors import NotComparable, PeerExited
 from acp_conformance.harness import AgentConfig, AgentHarness
 from acp_conformance.harness.pool import ConnectionPool, Pooled, hosted_pool
 from acp_conformance.results import Status
@@ -198,22 +198,35 @@ async def test_an_error_in_our_reader_stops_the_test_and_is_raised_as_itself(
         await one_turn(harness(pool, tmp_path, 2))
 
 
-async def test_an_agent_reusing_session_ids_keeps_its_frames_and_is_retired(
+async def test_an_earlier_tests_session_stops_the_test_which_starts_over_on_a_process_of_its_own(
     schema_validator: SchemaValidator, tmp_path: Path
 ) -> None:
-    """Frames for a session id an earlier test had are the current test's own when the agent gave
-    that id to it again (``constant-session-id``): kept, and the process is not lent again."""
+    """``constant-session-id`` answers every ``session/new`` with the same session, the earlier
+    cwd included: on a borrowed connection the second test would judge the first one's session,
+    which a fresh process never shows (a full proof once saw ``session.cwd.authoritative`` FAIL
+    with reuse only).  The test is stopped at that answer, the process retired, and after
+    ``start_over`` it runs on a process of its own, where its session is its own."""
     async with pool_of(f"{BROKEN} constant-session-id", schema_validator, tmp_path) as pool:
-        updates = []
-        for n in (1, 2):
-            acp = harness(pool, tmp_path, n)
-            async with acp.connect() as conn:
-                new = await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
-                turn = await conn.client.prompt(new.result["sessionId"], "hello")
-                updates.append(len(turn.updates))
-            acp.release()
-        assert updates[0] > 0 and updates[1] == updates[0], updates
-        assert pool.retired == {"the agent gave an earlier test's session id again": 1}
+        pid1, sid1, _ = await one_turn(harness(pool, tmp_path, 1))
+        second = harness(pool, tmp_path, 2)
+        went_on = False
+        with pytest.raises(NotComparable):
+            async with second.connect() as conn:
+                await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+                went_on = True
+        assert not went_on, "the test went on with an earlier test's session"
+        assert pool.retired == {"the agent gave an earlier test's session id again": 1} and pool.rerun == 1
+        assert "1 tests run again" in pool.summary()
+        second.start_over()
+        assert second.pool is None and second.results == [] and second.connections == []
+        async with second.connect() as conn:
+            cwd = str(conn.sandbox.root)
+            new = await conn.peer.call("session/new", {"cwd": cwd, "mcpServers": []})
+            turn = await conn.client.prompt(new.result["sessionId"], "hello")
+            assert conn.transport.pid != pid1 and new.result["sessionId"] == sid1
+            assert turn.updates
+        second.release()
+        assert pool.lent == 2 and pool.started == 1  # the second run borrowed nothing
 
 
 def test_an_always_option_chosen_is_noticed() -> None:
