@@ -77,6 +77,10 @@ def run_suite(agent: str, tmp: Path, *extra: str, timeout: float = 240, role: st
     return SuiteRun(proc.returncode, proc.stdout, json.loads(report.read_text()), tag)
 
 
+#: The suite's fuzz campaigns (node ids as the report writes them): searches, not scripts.
+CAMPAIGNS = ("test_fuzz.py::", "test_stateful.py::")
+
+
 def isolation_differences(process: SuiteRun, connection: SuiteRun) -> list[str]:
     """Where a run with ``--acp-isolation=connection`` judged otherwise than one with a process per
     test: per clause, and per test for a FAIL wherever both runs judged the clause in that test
@@ -88,7 +92,11 @@ def isolation_differences(process: SuiteRun, connection: SuiteRun) -> list[str]:
     test provokes (cancel right after allowing a write) decides which frames exist to be judged.
     And an INCONCLUSIVE that says why against a PASS: a race the suite could not prove the order of
     is INCONCLUSIVE in whichever run lost it, in either mode (run to run, too).  A FAIL is never
-    excused: where one mode proves a breach, the other must too."""
+    excused at the clause: where one mode proves a breach, the other must too.  Per test it is
+    excused in a fuzz campaign only (``CAMPAIGNS``): those have a process of their own in both
+    modes, and their search is bounded in time while it shrinks, so which frames a campaign meets
+    differs from run to run in either mode (a full proof saw ``test_fuzz_odd_ids`` meet a valid
+    frame with U+202E in one run and not the other); each FAIL it reports was replayed."""
     out = []
     ta, tb = process.per_test(), connection.per_test()
     raced: set[str] = set()
@@ -100,7 +108,7 @@ def isolation_differences(process: SuiteRun, connection: SuiteRun) -> list[str]:
         if {sa, sb} == {"INCONCLUSIVE", "PASS"} and all(m.strip() for m in why.messages(cid, "INCONCLUSIVE")):
             raced.add(cid)
             continue
-        if "FAIL" in (sa, sb):
+        if "FAIL" in (sa, sb) and not node.startswith(CAMPAIGNS):
             out.append(f"{cid} in {node}: {sa} with a process per test, {sb} with reuse")
     a, b = process.statuses(), connection.statuses()
     for cid in sorted(a.keys() | b.keys()):
