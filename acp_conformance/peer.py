@@ -369,6 +369,12 @@ class Peer:
             self.transcript.note("(previous frame sent raw, deliberately)")
         await self.outbox.put(data, queue=queue)
 
+    def _decoded(self, data: bytes) -> Any:
+        """One of our frames as its transcript entry keeps it: decoded again from the bytes (not
+        the caller's dict, which the caller may change after sending), unless the transcript
+        keeps no messages of ours (``Transcript.keeps_sent``): a mock's log saves the parse."""
+        return _loads(data) if self.transcript.keeps_sent else None
+
     def _stall(self) -> str:
         """Why we are not reading, when we are not (for timeout messages)."""
         if not self._reading_paused:
@@ -436,7 +442,7 @@ class Peer:
         self._responses.pop(key, None)  # an id reused later waits for its own answer
         self._sent_count += 1
         self._sent_seq[key] = self._sent_count
-        await self._write(data, _loads(data))
+        await self._write(data, self._decoded(data))
         return rid
 
     async def notify(self, method: str, params: Any = None, *, validate: bool = True) -> None:
@@ -451,7 +457,7 @@ class Peer:
                     validate,
                 )
         data = self.conn.send_notification(method, params)
-        await self._write(data, _loads(data))
+        await self._write(data, self._decoded(data))
 
     async def respond(
         self,
@@ -470,11 +476,11 @@ class Peer:
                 validate,
             )
         data = self.conn.send_result(request_id, result)
-        await self._write(data, _loads(data))
+        await self._write(data, self._decoded(data))
 
     async def respond_error(self, request_id: Any, code: int, message: str, data: Any = None) -> None:
         frame = self.conn.send_error(request_id, code, message, data)
-        await self._write(frame, _loads(frame))
+        await self._write(frame, self._decoded(frame))
 
     # -------------------------------------------------------------- requesting
     async def call(
@@ -709,11 +715,11 @@ class Peer:
         if result is NO_ANSWER:
             return
         data = self.conn.send_result(req.id, result)
-        await self._write(data, _loads(data), queue=True)
+        await self._write(data, self._decoded(data), queue=True)
 
     async def _queue_error(self, request_id: Any, code: int, message: str, data: Any = None) -> None:
         frame = self.conn.send_error(request_id, code, message, data)
-        await self._write(frame, _loads(frame), queue=True)
+        await self._write(frame, self._decoded(frame), queue=True)
 
     # ------------------------------------------------------------------ state
     def violations(self) -> list[Violation]:

@@ -127,6 +127,11 @@ class Transcript:
     An entry carrying a violation is never dropped, and notes never are.
     """
 
+    #: Whether our own frames are kept decoded as well as raw.  The suite's transcripts are
+    #: evidence and keep them (checks and the pool read what we sent); a mock's log of its own
+    #: traffic does not, and saves decoding every frame it writes (bench/README.md, item 6).
+    keeps_sent = True
+
     def __init__(self, label: str = "") -> None:
         self.label = label
         self.started = time.monotonic()

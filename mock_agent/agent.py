@@ -85,7 +85,7 @@ def _iso_second(second: int) -> str:
 
 
 # --------------------------------------------------------------------------- peer
-class _LoggingTranscript(Transcript):
+class AgentLog(Transcript):
     """Transcript that reports every client violation on stderr and keeps only recent frames.
 
     A mock agent may live for a whole suite or benchmark run; its transcript
@@ -95,9 +95,12 @@ class _LoggingTranscript(Transcript):
     # Nothing reads these entries but the violation log's context (the frame a violation is
     # about is always among the newest): 100 is plenty, and 2,000-4,000 whole frames cost
     # ~3 MiB of RSS in a 10,000-update stream (bench/README.md).
-    def __init__(self, label: str = "", keep: int = 100) -> None:
+    def __init__(self, label: str = "", keep: int = 100, *, keeps_sent: bool = False) -> None:
         super().__init__(label)
         self.keep = keep
+        #: Whether what the agent sent is kept decoded: the reference agent reads none of it (each
+        #: written frame stays bytes); a scenario agent judges it (``ScenarioAgent.make_peer``).
+        self.keeps_sent = keeps_sent
 
     def add(self, direction: Direction, raw: bytes | str, message: Any = None) -> Entry:
         # Not the base class's bookkeeping: its head / tail / first-of-each-kind policy bounds a
@@ -130,7 +133,7 @@ class AgentPeer(Peer):
             transport,
             Role.AGENT,
             validator=validator,
-            transcript=transcript if transcript is not None else _LoggingTranscript("mock-agent"),
+            transcript=transcript if transcript is not None else AgentLog("mock-agent"),
             timeout=timeout,
             strict=True,
         )
