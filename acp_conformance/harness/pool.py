@@ -313,7 +313,8 @@ class ConnectionPool:
 
     def summary(self) -> str:
         why = ", ".join(f"{n}x {reason}" for reason, n in sorted(self.retired.items()))
-        again = f"; {self.rerun} tests run again on a process of their own" if self.rerun else ""
+        tests = "test" if self.rerun == 1 else "tests"
+        again = f"; {self.rerun} {tests} run again on a process of their own" if self.rerun else ""
         return f"acp-conformance: {self.lent} agent connections lent, {self.started} processes started" + (
             f"; retired: {why}" if why else ""
         ) + again

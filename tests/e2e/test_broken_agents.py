@@ -120,4 +120,4 @@ def test_a_test_handed_an_earlier_tests_session_runs_again_on_a_process_of_its_o
     pooled = run_suite(agent, tmp_path / "connection", "--acp-isolation=connection", *select)
     assert run.statuses()["session.cwd.authoritative"] == "PASS", run.stdout[-3000:]
     assert not isolation_differences(run, pooled)
-    assert "1 tests run again on a process of their own" in pooled.stdout, pooled.stdout[-3000:]
+    assert "1 test run again on a process of their own" in pooled.stdout, pooled.stdout[-3000:]

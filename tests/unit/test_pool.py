@@ -216,7 +216,7 @@ async def test_an_earlier_tests_session_stops_the_test_which_starts_over_on_a_pr
                 went_on = True
         assert not went_on, "the test went on with an earlier test's session"
         assert pool.retired == {"the agent gave an earlier test's session id again": 1} and pool.rerun == 1
-        assert "1 tests run again" in pool.summary()
+        assert "1 test run again" in pool.summary()
         second.start_over()
         assert second.pool is None and second.results == [] and second.connections == []
         async with second.connect() as conn:
