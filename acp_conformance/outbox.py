@@ -56,9 +56,14 @@ class Outbox:
         transport is gone."""
         if not self._frames and not self.lock.locked():
             # The fast path: if the pipe is full this blocks one writer (holding the lock);
-            # everyone after it goes through the outbox.
-            async with self.lock:
+            # everyone after it goes through the outbox.  The lock is free (just checked, no
+            # await since): taken without ``async with``'s cancellation check, which ``send``
+            # makes anyway at its first await.
+            self.lock.acquire_nowait()
+            try:
                 await self._send(data)
+            finally:
+                self.lock.release()
             self._fast_writes += 1
             if self._fast_writes % YIELD_EVERY == 0:
                 await anyio.lowlevel.checkpoint()

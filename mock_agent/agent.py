@@ -231,24 +231,52 @@ class Turn:
     request_id: Any
     prompt: list[Json]
     text: str
-    cancel_event: anyio.Event = field(default_factory=anyio.Event)
-    done: anyio.Event = field(default_factory=anyio.Event)
     #: Terminals created by this turn and not yet released.
     terminals: list[str] = field(default_factory=list)
     #: Pending client waits: (cancel scope, grace) shortened when the turn is cancelled.
     waits: list[tuple[anyio.CancelScope, float]] = field(default_factory=list)
     reason: str = ""
+    # The two events are made when first asked for: most turns are neither cancelled nor
+    # awaited, and two events a prompt were a measurable share of a round trip (bench/README.md).
+    _cancel_event: anyio.Event | None = field(default=None, repr=False)
+    _done: anyio.Event | None = field(default=None, repr=False)
+    _finished: bool = field(default=False, repr=False)
 
     @property
     def session_id(self) -> str:
         return self.session.id
 
     @property
+    def cancel_event(self) -> anyio.Event:
+        """Set once the turn is cancelled (``cancel``)."""
+        if self._cancel_event is None:
+            self._cancel_event = anyio.Event()
+        return self._cancel_event
+
+    @cancel_event.setter
+    def cancel_event(self, event: anyio.Event) -> None:
+        self._cancel_event = event
+
+    @property
+    def done(self) -> anyio.Event:
+        """Set once the turn's response is sent (``finish``)."""
+        if self._done is None:
+            self._done = anyio.Event()
+            if self._finished:
+                self._done.set()
+        return self._done
+
+    def finish(self) -> None:
+        self._finished = True
+        if self._done is not None:
+            self._done.set()
+
+    @property
     def cancelled(self) -> bool:
-        return self.cancel_event.is_set()
+        return self._cancel_event is not None and self._cancel_event.is_set()
 
     def cancel(self, reason: str) -> None:
-        if self.cancel_event.is_set():
+        if self.cancelled:
             return
         self.reason = reason
         self.cancel_event.set()
@@ -1000,7 +1028,7 @@ class MockAgent:
         except PeerExited:
             pass
         finally:
-            turn.done.set()
+            turn.finish()
         return NO_ANSWER
 
     def choose_scenario(self, turn: Turn) -> str:
