@@ -17,26 +17,42 @@ class DeadlineMemory:
     Once a method's deadline has passed in ``limit`` different tests, later requests
     of that method are not sent at all: ``PeerGaveUp`` ends the test that needs it at once
     (INCONCLUSIVE, naming where it was missed), so a hanging peer costs two deadlines per
-    method, not one per test.  ``initialize`` is the handshake's business (harness liveness)."""
+    method, not one per test.  ``initialize`` is the handshake's business (harness liveness).
+
+    Misses met by a fuzz campaign (``search=True``) are kept apart: which frames a campaign sends
+    depends on its search, whose shrinking is bounded in time, so they differ from run to run.
+    They spare the campaigns that come later, but a scripted test gives up only on misses of
+    scripted tests: otherwise what a search happened to meet would cut later tests short, and
+    the same peer would get INCONCLUSIVE (and clauses those tests exercise, NOT_APPLICABLE) in one
+    run and PASS in the next (a full proof saw it, ``numeric-ids-for-strings``)."""
 
     def __init__(self, limit: int = 2) -> None:
         self.limit = limit
         self.misses: dict[str, list[str]] = {}
+        self.searched: dict[str, list[str]] = {}
 
-    def missed(self, method: str, where: str) -> None:
+    def missed(self, method: str, where: str, *, search: bool = False) -> None:
         """One more test in which ``method``'s deadline passed (a test counts once, however many
         of its requests of that method went unanswered: it may probe several on purpose)."""
         if method == "initialize":
             return
-        seen = self.misses.setdefault(method, [])
+        seen = (self.searched if search else self.misses).setdefault(method, [])
         if where not in seen:
             seen.append(where)
 
-    def given_up(self, method: str) -> bool:
-        return len(self.misses.get(method, [])) >= self.limit
-
-    def check(self, method: str) -> None:
+    def _seen(self, method: str, search: bool) -> list[str]:
         seen = self.misses.get(method, [])
+        if search:
+            seen = seen + [w for w in self.searched.get(method, []) if w not in seen]
+        return seen
+
+    def given_up(self, method: str, *, search: bool = False) -> bool:
+        """Whether ``method`` is no longer asked; a search (``search``) counts its own kind's
+        misses too."""
+        return len(self._seen(method, search)) >= self.limit
+
+    def check(self, method: str, *, search: bool = False) -> None:
+        seen = self._seen(method, search)
         if len(seen) >= self.limit:
             raise PeerGaveUp(
                 f"{method} not sent: the peer already let its deadline pass {len(seen)} times in this run "

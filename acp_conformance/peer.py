@@ -151,6 +151,9 @@ class Peer:
         #: Shared across the connections of a run (the harness sets it): methods whose deadline
         #: passed; ``where`` names this connection in its messages (the test's node id).
         self.deadlines: DeadlineMemory | None = None
+        #: Requests of a fuzz search (a campaign, the stateful machine), whose frames differ from run
+        #: to run: their missed deadlines make no scripted test give up (``DeadlineMemory``).
+        self.searching = False
         self.where = ""
         #: Why this connection may not be lent to another test (``harness.pool``): we sent what a
         #: fresh one would not get.  ``inbound_filter``: keeps an earlier lease's frames out.
@@ -189,7 +192,7 @@ class Peer:
         self.transcript, self.events = transcript, EventLog.of(seed)
         self.handlers, self.default_handler, self.listeners, self._watchers = {}, None, [], []
         self._responses, self._sent_seq, self._sent_count = {}, {}, 0
-        self.wire_filter, self.tainted, self._unterminated_noted = None, "", 0
+        self.wire_filter, self.tainted, self._unterminated_noted, self.searching = None, "", 0, False
         self.conn.begin_lease()
 
     def sent(self, key: tuple[str, Any]) -> bool:
@@ -426,7 +429,7 @@ class Peer:
         """Send a request without waiting; returns its id.  ``PeerGaveUp`` (nothing sent) when the
         peer already let this method's deadline pass twice in the run (``DeadlineMemory``)."""
         if self.deadlines is not None:
-            self.deadlines.check(method)
+            self.deadlines.check(method, search=self.searching)
         if not validate:
             self.tainted = "a request sent unvalidated"
         if self.validator is not None and validate:
@@ -570,7 +573,7 @@ class Peer:
         one miss in the run's ``DeadlineMemory``."""
         self.flag("jsonrpc.every-request-answered", message)
         if self.deadlines is not None and limit >= self.timeout:
-            self.deadlines.missed(method, self.where or "an earlier test")
+            self.deadlines.missed(method, self.where or "an earlier test", search=self.searching)
 
     async def request(
         self,

@@ -125,6 +125,9 @@ def live_connection(
     """
     cm: AbstractContextManager[Any] = portal.wrap_async_context_manager(harness.connect(*args, **kwargs))
     conn = cm.__enter__()
+    peer = getattr(conn, "peer", None)
+    if isinstance(peer, Peer):
+        peer.searching = True  # what a search meets gates no scripted test (``DeadlineMemory``)
     try:
         yield conn
     except BaseException as exc:
@@ -302,7 +305,7 @@ class FrameFuzzer(ABC):
             if not self._applicable(frame, self._live):
                 return
             deadlines = self._live.conn.peer.deadlines
-            if frame.method and deadlines is not None and deadlines.given_up(frame.method):
+            if frame.method and deadlines is not None and deadlines.given_up(frame.method, search=True):
                 # The peer already let this method's deadline pass twice in the run: not waited out again.
                 self.skipped += 1
                 return
@@ -432,8 +435,9 @@ class FrameFuzzer(ABC):
                     await peer.wait_for(answered, start=mark, timeout=self.timeout, what="its answer")
                 except PeerTimeout:
                     if peer.deadlines is not None and frame.method and self.forbidden(frame, live) is None:
-                        # A valid request unanswered (the example's finding is its FAIL): a miss for the run.
-                        peer.deadlines.missed(frame.method, peer.where or "an earlier test")
+                        # A valid request unanswered (the example's finding is its FAIL): a miss for the
+                        # run's campaigns (``DeadlineMemory``: a search's misses gate no scripted test).
+                        peer.deadlines.missed(frame.method, peer.where or "an earlier test", search=True)
             for _ in range(2):
                 # Never under the frame's own id: its answer would be taken for the probe's.
                 pid = peer.conn.next_request_id()

@@ -406,3 +406,21 @@ async def test_the_first_of_two_answers_arriving_together_is_the_answer() -> Non
             assert (await client.wait_response(rid)).result == {"n": 1}
             await client.wait_for(lambda e: isinstance(e, Violation))
             assert [v.clause_id for v in client.violations()] == ["jsonrpc.no-duplicate-response"]
+
+
+def test_a_search_s_missed_deadlines_spare_later_searches_but_stop_no_scripted_test() -> None:
+    """A fuzz campaign's misses depend on its search, which differs from run to run: if they made
+    scripted tests give up, a later test would be INCONCLUSIVE in one run and PASS in the next."""
+    from acp_conformance.deadlines import DeadlineMemory
+    from acp_conformance.errors import PeerGaveUp
+
+    memory = DeadlineMemory(limit=2)
+    memory.missed("session/prompt", "test_fuzz.py::a", search=True)
+    memory.missed("session/prompt", "test_fuzz.py::b", search=True)
+    assert memory.given_up("session/prompt", search=True)
+    assert not memory.given_up("session/prompt")
+    memory.check("session/prompt")  # a scripted test still asks
+    memory.missed("session/prompt", "test_x.py::c")
+    memory.missed("session/prompt", "test_x.py::d")
+    with pytest.raises(PeerGaveUp, match=r"test_x\.py::c; test_x\.py::d"):
+        memory.check("session/prompt")
