@@ -104,10 +104,10 @@ def _agent_options(g: Any) -> None:
     g.addoption(
         "--acp-isolation",
         choices=("process", "connection"),
-        default="process",
-        help="process (default): every test starts the agent afresh; connection: tests that need only a fresh "
-        "session borrow a warm, initialized agent process, which goes back only if the test left it as a fresh "
-        "one would be (docs/isolation.md)",
+        default="connection",
+        help="connection (default): tests that need only a fresh session borrow a warm, initialized agent "
+        "process, which goes back only if the test left it as a fresh one would be; process: every test starts "
+        "the agent afresh (docs/isolation.md)",
     )
     g.addoption(
         "--acp-prompt", default=DEFAULT_PROMPT, help="prompt text used for plain prompt turns (steer real agents)"
