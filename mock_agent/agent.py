@@ -98,8 +98,8 @@ class AgentLog(Transcript):
     def __init__(self, label: str = "", keep: int = 100, *, keeps_sent: bool = False) -> None:
         super().__init__(label)
         self.keep = keep
-        #: Whether what the agent sent is kept decoded: the reference agent reads none of it (each
-        #: written frame stays bytes); a scenario agent judges it (``ScenarioAgent.make_peer``).
+        #: Whether what the agent sent is kept decoded (``MockAgent.log_keeps_sent``); if not,
+        #: each written frame stays bytes.
         self.keeps_sent = keeps_sent
 
     def add(self, direction: Direction, raw: bytes | str, message: Any = None) -> Entry:
@@ -386,8 +386,13 @@ class MockAgent:
             raise RuntimeError("MockAgent.peer is only available while serve() runs")
         return self._peer
 
+    #: Whether the agent's log keeps what it sent decoded (``AgentLog``): the reference agent reads
+    #: none of it; a scenario agent's passive checks judge the client's answers against it.
+    log_keeps_sent = False
+
     def make_peer(self, transport: Transport) -> Peer:
-        return AgentPeer(transport, validator=self.validator)
+        log = AgentLog("mock-agent", keeps_sent=self.log_keeps_sent)
+        return AgentPeer(transport, validator=self.validator, transcript=log)
 
     def install_handlers(self, peer: Peer) -> None:
         handlers: dict[str, Callable[[Request], Awaitable[Any]]] = {

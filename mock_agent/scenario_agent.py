@@ -26,12 +26,11 @@ from typing import Any
 import anyio
 
 from acp_conformance.checks import passive_results
-from acp_conformance.peer import Peer
 from acp_conformance.scenario.engine import run_scenario
 from acp_conformance.scenario.model import Scenario
 from acp_conformance.scenario.result import ScenarioResult, Settings
 from acp_conformance.transport.base import Transport
-from mock_agent.agent import AgentLog, AgentPeer, MockAgent
+from mock_agent.agent import MockAgent
 
 __all__ = ["ScenarioAgent", "make_scenario_agent", "run_pair", "scenario_agent_class", "serve_in_memory"]
 
@@ -43,6 +42,8 @@ class ScenarioAgent(MockAgent):
 
     #: After the client's EOF, how long a still-running scenario may take to notice.
     finish_grace: float = 5.0
+    #: The passive checks judge the client's answers against the requests this agent sent.
+    log_keeps_sent = True
 
     def __init__(
         self,
@@ -60,11 +61,6 @@ class ScenarioAgent(MockAgent):
         self.command = command
         self.result: ScenarioResult | None = None
         self._played = anyio.Event()
-
-    def make_peer(self, transport: Transport) -> Peer:
-        """The reference agent's peer, keeping what it sent decoded: the passive checks judge the
-        client's answers against the requests they answer."""
-        return AgentPeer(transport, validator=self.validator, transcript=AgentLog("mock-agent", keeps_sent=True))
 
     async def serve(self, transport: Transport) -> None:
         peer = self.make_peer(transport)
