@@ -66,6 +66,7 @@ from acp_conformance.transport.process import ProcessTransport, spawn
 
 if TYPE_CHECKING:
     from acp_conformance.harness.pool import ConnectionPool, Pooled
+    from acp_conformance.harness.processes import Held, ProcessHost
 
 __all__ = [
     "AcpSpecWarning",
@@ -213,6 +214,7 @@ class AgentHarness(HarnessBase):
         label: str = "",
         pool: ConnectionPool | None = None,
         drain: ConnectionPool | None = None,
+        processes: ProcessHost | None = None,
     ) -> None:
         super().__init__(label)
         self.config = config
@@ -227,6 +229,10 @@ class AgentHarness(HarnessBase):
         self.pool = pool
         #: A pool whose idle processes must be gone before this test starts one (``acp_sole_process``).
         self._drain = drain
+        #: Where a connection that borrows nothing gets its process (``harness.processes``), under
+        #: ``--acp-isolation=connection``: started ahead of the test, torn down behind it.
+        self.processes = processes if processes is not None else (pool.processes if pool is not None else None)
+        self._held: list[Held] = []
         self._lease: tuple[Pooled, ClientEndpoint] | None = None
         self._lease_open = False
         self._why_not = ""
@@ -294,28 +300,10 @@ class AgentHarness(HarnessBase):
         if self._drain is not None:
             drain, self._drain = self._drain, None
             await drain.retire_idle()
-        async with AsyncExitStack() as stack:
-            env = dict(self.config.env)
-            if self.config.setup is not None:
-                # A peer profile: per-connection HOME, config files, a scripted model endpoint...
-                # One directory per test, shared by its connections: a second process must see
-                # the first one's persisted sessions (session/load from a fresh process).
-                prepared = await stack.enter_async_context(self.config.setup(self._peer_dir))
-                env.update(prepared.env)
-                self.setups.append(prepared)
-            async with self._connected(
-                env,
-                cwd,
-                on_stderr,
-                sandbox,
-                transcript,
-                capabilities,
-                permission,
-                initialize,
-                protocol_version,
-                terminals,
-            ) as conn:
-                yield conn
+        async with self._connected(
+            cwd, on_stderr, sandbox, transcript, capabilities, permission, initialize, protocol_version, terminals
+        ) as conn:
+            yield conn
 
     @asynccontextmanager
     async def _leased(
@@ -365,7 +353,7 @@ class AgentHarness(HarnessBase):
         self._remember_peer(client.init_result)
         if pooled.prepared is not None:
             self.setups.append(pooled.prepared)
-            self._peer_dir = pooled.directory / "peer"
+            self._peer_dir = pooled.peer_dir or self._peer_dir
             probe = getattr(pooled.prepared, "holding", None)
             if callable(probe):
                 client.hold_probes.append(probe)
@@ -423,6 +411,7 @@ class AgentHarness(HarnessBase):
         Sandboxes go on counting: the first attempt's files stay where they were."""
         assert self._lease is None, "the borrowed connection is given back before the test starts over"
         self.pool = None
+        self.processes = None
         self.results = []
         self.connections = []
         self.setups = []
@@ -450,11 +439,52 @@ class AgentHarness(HarnessBase):
             await pooled.done.wait()
 
     @asynccontextmanager
+    async def _process(self, cwd: str, on_stderr: Callable[[str], None]) -> AsyncIterator[ProcessTransport]:
+        """A started agent process for one connection, torn down after it.
+
+        Under ``--acp-isolation=connection`` the pool's ``ProcessHost`` has it started already
+        (``harness.processes``), and tears it down behind the test when the body completed; the
+        test's next connection waits for that, as it would for an inline teardown.  Otherwise it
+        is started here, after the peer profile's setup in the test's directory, which every
+        connection of the test shares (a second process must see the first one's saved sessions)."""
+        host = self.processes if self.processes is not None and self.processes.serves() else None
+        if host is None:
+            async with AsyncExitStack() as stack:
+                env = dict(self.config.env)
+                if self.config.setup is not None:
+                    # A peer profile: per-connection HOME, config files, a scripted model endpoint...
+                    prepared = await stack.enter_async_context(self.config.setup(self._peer_dir))
+                    env.update(prepared.env)
+                    self.setups.append(prepared)
+                yield await stack.enter_async_context(spawn_agent(self.config, env, cwd, on_stderr))
+            return
+        await host.settle(self._held)
+        # The first connection takes any process (a spare has a profile directory of its own);
+        # a later one is started in the directory the first one used.
+        later = bool(self.connections) and self.config.setup is not None
+        held = await host.acquire(self._peer_dir if later else None)
+        self._held.append(held)
+        if held.prepared is not None:
+            self.setups.append(held.prepared)
+        if held.peer_dir is not None:
+            self._peer_dir = held.peer_dir
+        held.claim(on_stderr)
+        completed = False
+        try:
+            yield held.live_transport
+            completed = True
+        finally:
+            held.release.set()
+            if not completed:
+                # What the agent says on stderr on its way out belongs in the failure's message.
+                with anyio.CancelScope(shield=True):
+                    await host.settle([held])
+
+    @asynccontextmanager
     async def _connected(
         self,
-        env: dict[str, str],
         cwd: str,
-        on_stderr: Any,
+        on_stderr: Callable[[str], None],
         sandbox: Sandbox,
         transcript: Transcript,
         capabilities: ClientCapabilities | None,
@@ -466,7 +496,7 @@ class AgentHarness(HarnessBase):
         __tracebackhide__ = True  # a finding's traceback shows the test, not the harness
         spawned: list[ProcessTransport] = []
         try:
-            async with spawn_agent(self.config, env, cwd, on_stderr) as transport:
+            async with self._process(cwd, on_stderr) as transport:
                 spawned.append(transport)
                 peer = client_peer(transport, self.config, self.validator, transcript, self.label or "an earlier test")
                 client = ClientEndpoint(

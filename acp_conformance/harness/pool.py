@@ -36,7 +36,8 @@ import orjson
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.endpoints.client import ClientCapabilities, ClientEndpoint
-from acp_conformance.harness.agent import AgentConfig, PreparedPeer, client_peer, handshake, spawn_agent
+from acp_conformance.harness.agent import AgentConfig, PreparedPeer, client_peer, handshake
+from acp_conformance.harness.processes import Held, ProcessHost
 from acp_conformance.peer import Peer
 from acp_conformance.results import ClauseResult, Status
 from acp_conformance.transcript import Entry, Transcript
@@ -83,9 +84,10 @@ def pool_key(capabilities: ClientCapabilities | None, protocol_version: Any) -> 
 class Pooled:
     """One agent process the pool owns, initialized once and lent to one test at a time."""
 
-    def __init__(self, key: bytes, directory: Path) -> None:
+    def __init__(self, key: bytes) -> None:
         self.key = key
-        self.directory = directory
+        #: The peer profile's directory of its process (``None`` without a profile).
+        self.peer_dir: Path | None = None
         self.retire = anyio.Event()
         self.done = anyio.Event()
         self.transport: ProcessTransport | None = None
@@ -233,6 +235,8 @@ class ConnectionPool:
         self.retired: dict[str, int] = {}
         #: Tests run again on processes of their own (``NotComparable``).
         self.rerun = 0
+        #: The agent processes behind the connections, and behind tests that need one of their own.
+        self.processes = ProcessHost(tg, config, root, cwd)
         #: The connection whose startup failed last: the leasing test judges its handshake.
         self.last_failed: Pooled | None = None
 
@@ -262,8 +266,7 @@ class ConnectionPool:
             return pooled
         self.owned = [p for p in self.owned if not p.done.is_set()]  # their transcripts can go
         self.started += 1
-        pooled = Pooled(key, self.root / f"pooled-{self.started}")
-        pooled.directory.mkdir(parents=True, exist_ok=True)
+        pooled = Pooled(key)
         self.owned.append(pooled)
         try:
             await self.tg.start(self._own, pooled, transcript, capabilities, protocol_version)
@@ -302,6 +305,7 @@ class ConnectionPool:
         with anyio.fail_after(self.config.teardown_limit):
             for pooled in idle:
                 await pooled.done.wait()
+        await self.processes.drain()
 
     async def aclose(self) -> None:
         """Tear every process down (at the end of the run, or when it is interrupted)."""
@@ -310,12 +314,15 @@ class ConnectionPool:
         with anyio.CancelScope(shield=True):
             for pooled in self.owned:
                 await pooled.done.wait()
+        await self.processes.aclose()
 
     def summary(self) -> str:
         why = ", ".join(f"{n}x {reason}" for reason, n in sorted(self.retired.items()))
         tests = "test" if self.rerun == 1 else "tests"
         again = f"; {self.rerun} {tests} run again on a process of their own" if self.rerun else ""
-        return f"acp-conformance: {self.lent} agent connections lent, {self.started} processes started" + (
+        host = self.processes
+        started = f"{host.started} processes started ({host.ahead} of them ahead of need)"
+        return f"acp-conformance: {self.lent} agent connections lent, {started}" + (
             f"; retired: {why}" if why else ""
         ) + again
 
@@ -328,25 +335,25 @@ class ConnectionPool:
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """The owner task: start, initialize, then hold the connection open until retired.  Errors
+        """The owner task: take a process (``ProcessHost``), initialize, then hold the connection
+        open until retired, and hand the process back (gone when ``done`` is set).  Errors
         before ``started`` are the leasing test's; after it, an error (a listener of the test
         raising in our reader) is the test's too (``Pooled.error``): nothing here may take the
         pool's task group down."""
         started = False
+        held: Held | None = None
         try:
             async with AsyncExitStack() as stack:
                 config = self.config
-                env = dict(config.env)
-                if config.setup is not None:
-                    prepared = await stack.enter_async_context(config.setup(pooled.directory / "peer"))
-                    env.update(prepared.env)
-                    pooled.prepared = prepared
-
+                held = await self.processes.acquire()
+                stack.push_async_callback(self._hand_back, held)
+                pooled.prepared = held.prepared
+                pooled.peer_dir = held.peer_dir
+                transport = pooled.transport = held.live_transport
                 def on_stderr(line: str) -> None:
                     transcript.add("stderr", line)
 
-                transport = await stack.enter_async_context(spawn_agent(config, env, self.cwd, on_stderr))
-                pooled.transport = transport
+                held.claim(on_stderr)
                 peer = client_peer(transport, config, self.validator, transcript, "a pooled connection's handshake")
                 pooled.peer = await stack.enter_async_context(peer)
                 client = ClientEndpoint(peer, capabilities=capabilities)
@@ -371,6 +378,13 @@ class ConnectionPool:
                     print(f"acp-conformance: an idle pooled agent connection ended with {exc!r}", file=sys.stderr)
         finally:
             pooled.done.set()
+
+    async def _hand_back(self, held: Held) -> None:
+        """The connection's process goes, and is gone before the connection counts as done
+        (``retire_idle`` proves the only live agent process by it)."""
+        held.release.set()
+        with anyio.CancelScope(shield=True):
+            await held.done.wait()
 
 
 @asynccontextmanager

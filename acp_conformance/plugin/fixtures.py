@@ -7,6 +7,7 @@ once the test is over.  Without the matching ``--acp-*`` option the fixture skip
 
 from __future__ import annotations
 
+import inspect
 import sys
 import warnings
 from collections.abc import AsyncIterator, Iterator
@@ -43,14 +44,27 @@ def acp_agent(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AgentH
     state = request.config.stash.get(STATE, None)
     if state is None or state.agent is None:
         pytest.skip("no --acp-agent given")
-    pool = drain = None
+    pool = drain = processes = None
     pooled = request.config.getoption("acp_isolation") == "connection"
     marked = request.node.get_closest_marker
     if pooled and marked(SOLE_PROCESS) is not None and _loop_outlives_tests(request):
         drain = request.getfixturevalue("acp_agent_pool")
-    elif pooled and marked(OWN_PROCESS) is None and _loop_outlives_tests(request):
-        pool = request.getfixturevalue("acp_agent_pool")
-    harness = AgentHarness(state.agent, state.validator, tmp_path, label=request.node.nodeid, pool=pool, drain=drain)
+    elif pooled and _loop_outlives_tests(request):
+        if marked(OWN_PROCESS) is None:
+            pool = request.getfixturevalue("acp_agent_pool")
+        elif inspect.iscoroutinefunction(getattr(request.node, "obj", None)):
+            # A process of its own, started ahead of it (``harness.processes``); not for a
+            # synchronous test (a fuzz campaign), whose loop is its own and cannot use the pool's.
+            processes = request.getfixturevalue("acp_agent_pool").processes
+    harness = AgentHarness(
+        state.agent,
+        state.validator,
+        tmp_path,
+        label=request.node.nodeid,
+        pool=pool,
+        drain=drain,
+        processes=processes,
+    )
     request.node.stash[HARNESS] = harness
     yield harness
     harness.release()

@@ -155,7 +155,7 @@ async def test_has_unread_sees_a_line_nobody_read_without_reading_it(tmp_path: P
 
 
 def test_late_frames_of_earlier_tests_are_kept_out_of_the_current_one() -> None:
-    pooled = Pooled(b"key", Path("."))
+    pooled = Pooled(b"key")
     pooled.sessions = {"old"}
     pooled.request_ids = {id_key(7)}
 
