@@ -101,5 +101,6 @@ def test_the_plugin_names_the_fuzz_variables_the_campaign_reads() -> None:
         "examples": _budget.ENV_EXAMPLES,
         "seconds": _budget.ENV_SECONDS,
         "shrink_seconds": _budget.ENV_SHRINK_SECONDS,
+        "patience": _budget.ENV_PATIENCE,
         "seed": _budget.ENV_SEED,
     }

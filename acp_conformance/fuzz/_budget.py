@@ -38,6 +38,7 @@ from acp_conformance.errors import ConfigurationError
 ENV_EXAMPLES = "ACP_FUZZ_EXAMPLES"
 ENV_SECONDS = "ACP_FUZZ_SECONDS"
 ENV_SHRINK_SECONDS = "ACP_FUZZ_SHRINK_SECONDS"
+ENV_PATIENCE = "ACP_FUZZ_PATIENCE"
 ENV_SEED = "ACP_FUZZ_SEED"
 ENV_REPLAY = "ACP_FUZZ_REPLAY"
 ENV_DATABASE = "ACP_FUZZ_DATABASE"
@@ -56,6 +57,9 @@ class FuzzBudget:
     database: str | None = None
     #: Shrinking time per failure when given (``ACP_FUZZ_SHRINK_SECONDS``); see ``shrink_seconds``.
     shrink: float | None = None
+    #: How long an example waits for the answer to a frame the spec forbids us to send, while
+    #: the peer writes nothing (``ACP_FUZZ_PATIENCE``); at most the deadline, see ``FrameFuzzer.patience``.
+    patience: float = 5.0
 
     @classmethod
     def from_env(cls, environ: Any = None) -> FuzzBudget:
@@ -73,7 +77,9 @@ class FuzzBudget:
                     f"{ENV_SEED} must be a non-negative integer or 'random', got {raw_seed!r}"
                 ) from None
         shrink = _float(env, ENV_SHRINK_SECONDS, 0.0) if env.get(ENV_SHRINK_SECONDS, "").strip() else None
-        return cls(examples, seconds, seed, env.get(ENV_REPLAY) or None, env.get(ENV_DATABASE) or None, shrink)
+        patience = _float(env, ENV_PATIENCE, cls.patience)
+        replay, database = env.get(ENV_REPLAY) or None, env.get(ENV_DATABASE) or None
+        return cls(examples, seconds, seed, replay, database, shrink, patience)
 
     @property
     def shrink_seconds(self) -> float:

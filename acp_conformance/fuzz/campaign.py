@@ -241,6 +241,47 @@ class FrameFuzzer(ABC):
             return f"beyond the limits RFC 8259 § 9 lets an implementation set ({frame.mutation})"
         return self._gated(frame, live)
 
+    def patience(self, why: str | None) -> float:
+        """How long to wait for the answer to a frame while the peer writes nothing: the deadline
+        for a frame we may send; ``--acp-fuzz-patience`` (at most the deadline) for one the spec
+        forbids us to send (``why``).  What a peer says to such a frame is a robustness finding,
+        a SHOULD at most, and a frame that is malformed, beyond the limits or not advertised asks
+        for a rejection, not for work: the deadline, which real adapters need long for their model
+        turns (``--acp-timeout=30``), would make each peer that drops such frames wait it out once
+        per example, its replay and every shrinking step (20 minutes of a run, against one adapter)."""
+        return self.timeout if why is None else min(self.timeout, self.budget.patience)
+
+    async def _await_answer(
+        self, peer: Peer, answered: Callable[[Event], bool], mark: int, why: str | None
+    ) -> float | None:
+        """Wait for the frame's answer: ``None`` when it came, else how long we waited.  The wait
+        ends early only after a whole ``patience`` in which the peer wrote nothing: one that writes
+        (updates of a turn a lenient peer runs for a prompt it could have refused) may be working
+        on the frame, and gets up to the deadline."""
+        patience = self.patience(why)
+        waited = 0.0
+        while True:
+            seen = peer.conn.inbound_frames
+            step = min(patience, self.timeout - waited)
+            try:
+                await peer.wait_for(answered, start=mark, timeout=step, what="its answer")
+                return None
+            except PeerTimeout:
+                waited += step
+            if waited >= self.timeout or peer.conn.inbound_frames == seen:
+                return waited
+
+    def _impatient(self, problem: Problem, waited: float) -> Problem:
+        """"No answer", said with the window it was given (``patience``)."""
+        if problem.message != "no answer":
+            return problem
+        return Problem(
+            problem.clause,
+            f"no answer within {waited:g} s, the last {self.budget.patience:g} s of it without a frame from the "
+            "peer (the wait for the answer to a frame the spec forbids us to send: --acp-fuzz-patience; valid "
+            "requests get --acp-timeout)",
+        )
+
     def _attribute(self, frame: Frame, live: Live, problems: list[Problem]) -> list[Problem]:
         """Findings of a frame we were not allowed to send move to the robustness clause."""
         why = self.forbidden(frame, live)
@@ -412,6 +453,8 @@ class FrameFuzzer(ABC):
                 peer.conn.allow_unpaired(guess)
         problems: list[Problem] = []
         probe_ids: list[Any] = []
+        #: How long we waited for the frame's answer, when that was less than the deadline (``patience``).
+        short: float | None = None
         method, params, validate = live.probe
         try:
             for chunk in self._writes(frame, live):
@@ -431,10 +474,15 @@ class FrameFuzzer(ABC):
                         or (expect.null_id_ok and ev.id is None and ev.is_error)
                     )
 
-                try:
-                    await peer.wait_for(answered, start=mark, timeout=self.timeout, what="its answer")
-                except PeerTimeout:
-                    if peer.deadlines is not None and frame.method and self.forbidden(frame, live) is None:
+                waited = await self._await_answer(peer, answered, mark, self.forbidden(frame, live))
+                if waited is not None and waited < self.timeout:
+                    short = waited
+                    if tracked:
+                        # Its answer may still come: then not an answer "to nothing" (the example has
+                        # judged what came in its window).
+                        peer.conn.allow_unpaired(rid)
+                elif waited is not None and peer.deadlines is not None and frame.method:
+                    if self.forbidden(frame, live) is None:
                         # A valid request unanswered (the example's finding is its FAIL): a miss for the
                         # run's campaigns (``DeadlineMemory``: a search's misses gate no scripted test).
                         peer.deadlines.missed(frame.method, peer.where or "an earlier test", search=True)
@@ -487,7 +535,10 @@ class FrameFuzzer(ABC):
             if isinstance(e, Response) and isinstance(e.message, dict) and id_key(e.id) not in probe_keys
         ]
         answers = frame.answers([e.message for e in responses])
-        problems += expect.check(answers)
+        found = expect.check(answers)
+        if short is not None:
+            found = [self._impatient(p, short) for p in found]
+        problems += found
         _excuse(live, frame, window, responses)
         why = self.forbidden(frame, live)
         if why is not None:

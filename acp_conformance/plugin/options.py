@@ -43,6 +43,7 @@ FUZZ_ENV = {
     "examples": "ACP_FUZZ_EXAMPLES",
     "seconds": "ACP_FUZZ_SECONDS",
     "shrink_seconds": "ACP_FUZZ_SHRINK_SECONDS",
+    "patience": "ACP_FUZZ_PATIENCE",
     "seed": "ACP_FUZZ_SEED",
 }
 
@@ -204,6 +205,16 @@ def _fuzz_options(g: Any) -> None:
         help=(
             "time to shrink one failure to a smaller example, per fuzz campaign (default: a third of "
             f"--acp-fuzz-seconds, 2 s to 30 s; env {FUZZ_ENV['shrink_seconds']})"
+        ),
+    )
+    g.addoption(
+        "--acp-fuzz-patience",
+        type=float,
+        metavar="S",
+        help=(
+            "how long a fuzz example waits for the answer to a frame the spec forbids sending (malformed, "
+            "beyond limits, not advertised) while the peer writes nothing; at most --acp-timeout, which "
+            f"valid requests get (default 5; env {FUZZ_ENV['patience']})"
         ),
     )
     g.addoption(

@@ -1,0 +1,36 @@
+"""How long a fuzz example waits for the answer to a frame the spec forbids us to send.
+
+Real adapters need ``--acp-timeout=30`` for their model turns; a peer that drops malformed lines
+made every such example, its replay and each shrinking step wait that out (zed codex-acp: 20
+minutes of a run).  Such a frame asks for a rejection, and what the peer says to it is a
+robustness finding at most, so the wait is ``--acp-fuzz-patience`` while the peer writes nothing,
+and up to the deadline while it does (it may be working on the frame).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tests.e2e._suite_run import ROOT, run_suite
+
+PY = sys.executable
+AGENTS = ROOT / "tests" / "peers" / "patience_agents.py"
+#: The campaign that sends strings escaping lone surrogates, bounded by its examples, not the clock.
+CAMPAIGN = ("-k", "test_fuzz_survives_unusual_frames", "--acp-fuzz-seconds=600", "--acp-fuzz-shrink-seconds=2")
+PATIENT = ("--acp-timeout=30", "--acp-fuzz-patience=1")
+
+
+def test_a_peer_silent_on_frames_it_cannot_read_is_judged_after_the_patience(tmp_path: Path) -> None:
+    run = run_suite(f"{PY} {AGENTS} silent", tmp_path, *CAMPAIGN, *PATIENT)
+    assert run.statuses()["jsonrpc.parse-error"] == "WARN", run.stdout[-3000:]
+    said = " ".join(run.messages("jsonrpc.parse-error", "WARN"))
+    assert "no answer within 1 s, the last 1 s of it without a frame from the peer" in said, said
+
+
+def test_a_peer_that_works_on_its_rejection_and_says_so_gets_the_deadline(tmp_path: Path) -> None:
+    """1.5 s to answer, an extension notification every 0.3 s meanwhile: longer than the patience,
+    and answered: no finding."""
+    run = run_suite(f"{PY} {AGENTS} slow", tmp_path, *CAMPAIGN, *PATIENT)
+    assert run.statuses()["jsonrpc.survives-invalid-input"] == "PASS", run.stdout[-3000:]
+    assert not run.with_status("FAIL", "WARN"), {c: run.messages(c) for c in run.with_status("FAIL", "WARN")}
