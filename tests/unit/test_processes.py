@@ -6,31 +6,22 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 import pytest
 
 from acp_conformance.errors import PeerExited
-from acp_conformance.harness import AgentConfig, AgentHarness
-from acp_conformance.harness.pool import ConnectionPool, hosted_pool
+from acp_conformance.harness import AgentHarness
+from acp_conformance.harness.pool import ConnectionPool
 from acp_conformance.schema.validator import SchemaValidator
+from tests.unit.test_pool import CRASHES_AFTER_CLOSING, pool_of
 
 pytestmark = pytest.mark.anyio
 
 AGENT = f"{sys.executable} -m mock_agent"
 #: Says something on stderr before anyone talks to it, then is the mock agent.
 SAYS_HELLO = f"sh -c 'echo early-words >&2; exec {AGENT}'"
-
-
-@asynccontextmanager
-async def host_of(command: str, validator: SchemaValidator, tmp: Path) -> AsyncIterator[ConnectionPool]:
-    config = AgentConfig(command=command, timeout=5, startup_timeout=30)
-    with anyio.fail_after(60):
-        async with hosted_pool(config, validator, tmp / "pool", str(tmp)) as pool:
-            yield pool
 
 
 def own(pool: ConnectionPool, tmp: Path, n: int) -> AgentHarness:
@@ -47,7 +38,7 @@ async def session(acp: AgentHarness) -> int:
 async def test_the_next_test_gets_the_process_started_behind_the_last_with_what_it_wrote_first(
     schema_validator: SchemaValidator, tmp_path: Path
 ) -> None:
-    async with host_of(SAYS_HELLO, schema_validator, tmp_path) as pool:
+    async with pool_of(SAYS_HELLO, schema_validator, tmp_path) as pool:
         host = pool.processes
         first = await session(own(pool, tmp_path, 1))
         spare = host.spare
@@ -62,7 +53,7 @@ async def test_the_next_test_gets_the_process_started_behind_the_last_with_what_
 
 
 async def test_a_spare_that_died_waiting_is_not_handed_out(schema_validator: SchemaValidator, tmp_path: Path) -> None:
-    async with host_of(AGENT, schema_validator, tmp_path) as pool:
+    async with pool_of(AGENT, schema_validator, tmp_path) as pool:
         host = pool.processes
         await session(own(pool, tmp_path, 1))
         spare = host.spare
@@ -79,7 +70,7 @@ async def test_a_second_connection_of_a_test_starts_after_the_first_process_is_g
     schema_validator: SchemaValidator, tmp_path: Path
 ) -> None:
     """An agent that saves its sessions on exit has done so before a fresh process loads them."""
-    async with host_of(AGENT, schema_validator, tmp_path) as pool:
+    async with pool_of(AGENT, schema_validator, tmp_path) as pool:
         acp = own(pool, tmp_path, 1)
         async with acp.connect() as first:
             pass
@@ -91,7 +82,7 @@ async def test_a_second_connection_of_a_test_starts_after_the_first_process_is_g
 async def test_a_test_that_needs_the_only_agent_process_finds_no_spare_alive(
     schema_validator: SchemaValidator, tmp_path: Path
 ) -> None:
-    async with host_of(AGENT, schema_validator, tmp_path) as pool:
+    async with pool_of(AGENT, schema_validator, tmp_path) as pool:
         await session(own(pool, tmp_path, 1))
         spare = pool.processes.spare
         assert spare is not None
@@ -100,27 +91,12 @@ async def test_a_test_that_needs_the_only_agent_process_finds_no_spare_alive(
         assert all(h.done.is_set() for h in pool.processes.owned)
 
 
-#: Answers initialize; at the next request closes its stdout, then says why on stderr and exits.
-CRASHES_AFTER_CLOSING = (
-    "import json, os, sys, time\n"
-    "first = json.loads(sys.stdin.readline())\n"
-    "answer = {'protocolVersion': 1, 'agentCapabilities': {}, 'authMethods': []}\n"
-    "sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': first['id'], 'result': answer}) + '\\n')\n"
-    "sys.stdout.flush()\n"
-    "sys.stdin.readline()\n"
-    "os.close(1)\n"
-    "time.sleep(0.3)\n"
-    "sys.stderr.write('crash report: out of memory\\n')\n"
-    "sys.exit(3)\n"
-)
-
-
 async def test_a_failed_test_tears_its_process_down_before_the_message_is_made(
     schema_validator: SchemaValidator, tmp_path: Path
 ) -> None:
     script = tmp_path / "crashes.py"
     script.write_text(CRASHES_AFTER_CLOSING)
-    async with host_of(f"{sys.executable} {script}", schema_validator, tmp_path) as pool:
+    async with pool_of(f"{sys.executable} {script}", schema_validator, tmp_path) as pool:
         with pytest.raises(PeerExited) as raised:
             await session(own(pool, tmp_path, 1))
         assert any("crash report: out of memory" in line for line in raised.value.stderr_tail), raised.value
@@ -130,7 +106,7 @@ async def test_a_test_in_a_loop_of_its_own_starts_its_process_itself(
     schema_validator: SchemaValidator, tmp_path: Path
 ) -> None:
     """The fuzz campaigns and the stateful machine run in a thread's loop: the host is not theirs."""
-    async with host_of(AGENT, schema_validator, tmp_path) as pool:
+    async with pool_of(AGENT, schema_validator, tmp_path) as pool:
         acp = own(pool, tmp_path, 1)
 
         def elsewhere() -> int:
