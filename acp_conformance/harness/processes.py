@@ -14,8 +14,12 @@ A spare must look to its test exactly like a process started for it:
   pipe, its stderr lines are kept and handed to the test's transcript first;
 - a spare that has exited, or whose start failed, is not handed out: the test starts a process
   of its own, whose failure is then its own, as in process mode.
-Its head start hides only how long the agent takes to start, which no check judges (the startup
-deadline is about an answer to ``initialize``, which the spare has not yet been sent).
+Its head start hides how long the agent takes to start, which process mode judges in one way:
+``--acp-startup-timeout`` runs from the start of the process to the answer to ``initialize``.  So
+no spare is handed out before a handshake with the command has succeeded in the run (the first
+process of a run is always started on demand): an agent that cannot start within the deadline
+fails its handshakes in both modes alike.  One that sometimes can and sometimes cannot is judged
+on the starts process mode would have made on demand only until its first success.
 
 And a process torn down behind its test is awaited before anything could observe it: the same
 test's next connection (an agent that saves its sessions on exit must have done so before a
@@ -41,6 +45,7 @@ import anyio
 import anyio.abc
 
 from acp_conformance.harness.agent import AgentConfig, PreparedPeer, spawn_agent
+from acp_conformance.harness.base import liveness
 
 if TYPE_CHECKING:
     from acp_conformance.transport.process import ProcessTransport
@@ -120,7 +125,10 @@ class ProcessHost:
         the caller's); a new spare is started behind it.  ``peer_dir``: the peer profile's
         directory the process must use (a test's second connection), which no spare has."""
         held: Held | None = None
-        spare = self.spare if peer_dir is None else None
+        # Until a handshake with this command has succeeded in the run, no spare: its head start
+        # would hide a start-up slower than ``--acp-startup-timeout``, which process mode judges.
+        proven = liveness("agent", self.config.command).ok
+        spare = self.spare if peer_dir is None and proven else None
         if spare is not None:
             self.spare = None
             with anyio.move_on_after(self.config.startup_timeout):

@@ -6,8 +6,8 @@ reference agent, apart from requests whose strings escape a lone UTF-16 surrogat
 message: JSON text is Unicode, RFC 8259 § 8.2), which the reference agent reads leniently and
 answers at once:
 
-- ``silent``: drops them without a word (zed codex-acp 0.16.0 does: its parser rejects the line,
-  and nothing answers it);
+- ``silent``: drops them without a word (simpler than zed codex-acp 0.16.0, whose parser rejects
+  the line and which then writes an error without an id, never an answer under the request's id);
 - ``slow``: answers them 1.5 s late, saying meanwhile, in an extension notification every 0.3 s
   (a client ignores what it does not know, extensibility.mdx), that it is working: a slow peer,
   not a deaf one.

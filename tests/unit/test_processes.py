@@ -114,3 +114,22 @@ async def test_a_test_in_a_loop_of_its_own_starts_its_process_itself(
 
         pid = await anyio.to_thread.run_sync(elsewhere)
         assert pid > 0 and pool.processes.started == 0
+
+
+async def test_no_spare_is_handed_out_before_a_handshake_with_the_command_succeeded(
+    schema_validator: SchemaValidator, tmp_path: Path
+) -> None:
+    """A spare's head start would hide a start-up slower than --acp-startup-timeout, which process
+    mode judges: until one handshake in the run has succeeded, every process is started on demand."""
+    command = f"{AGENT} --name never-shaken-{tmp_path.name}"  # a command this process has not met
+    async with pool_of(command, schema_validator, tmp_path) as pool:
+        host = pool.processes
+        for n in (1, 2):
+            async with own(pool, tmp_path, n).connect(initialize=False) as conn:
+                spare = host.spare
+                assert spare is not None
+                await spare.started.wait()
+                assert conn.transport.pid != spare.live_transport.pid
+        assert host.ahead == 0
+        await session(own(pool, tmp_path, 3))  # the handshake succeeds: from now on, spares
+        assert await session(own(pool, tmp_path, 4)) and host.ahead == 1
