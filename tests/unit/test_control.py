@@ -26,6 +26,10 @@ from acp_conformance.transport.process import spawn
 
 pytestmark = pytest.mark.anyio
 
+#: How long a relay process may take to start and connect: a Python start-up, which CI, four
+#: workers on two cores running inner suites beside it, once stretched past 10 s.
+RELAY_START = 60
+
 
 def test_frames_round_trip_in_any_chunking() -> None:
     wire = encode_frame(b"I", b"hello\n") + encode_frame(b"Z") + encode_frame(b"O", bytes(range(256)))
@@ -63,7 +67,7 @@ async def test_bytes_flow_both_ways_unchanged(kind: str, tmp_path: Path) -> None
         assert server.address.startswith(f"{kind}:")
         stderr: list[str] = []
         async with spawn(server.relay_argv(), cwd=tmp_path, on_stderr=stderr.append) as proc:
-            relay = await server.accept(10)
+            relay = await server.accept(RELAY_START)
             assert relay.hello.pid == proc.pid
             assert relay.hello.cwd == str(tmp_path)
             assert relay.hello.argv[-1] == server.token
@@ -95,7 +99,7 @@ async def test_bytes_flow_both_ways_unchanged(kind: str, tmp_path: Path) -> None
 async def test_relay_exits_when_the_test_side_goes_away(tmp_path: Path) -> None:
     async with open_control_server() as server:
         async with spawn(server.relay_argv(), cwd=tmp_path) as proc:
-            relay = await server.accept(10)
+            relay = await server.accept(RELAY_START)
             await relay.aclose()
             assert await proc.wait_exit(5), "the relay outlived its control connection"
             assert proc.returncode == 0
@@ -104,7 +108,7 @@ async def test_relay_exits_when_the_test_side_goes_away(tmp_path: Path) -> None:
 async def test_close_stdout_gives_the_client_eof(tmp_path: Path) -> None:
     async with open_control_server() as server:
         async with spawn(server.relay_argv(), cwd=tmp_path) as proc:
-            relay = await server.accept(10)
+            relay = await server.accept(RELAY_START)
             await relay.send(b"x\n")
             await relay.close_output()
             data = b""
@@ -119,7 +123,7 @@ async def test_signals_are_reported_before_the_relay_dies(tmp_path: Path) -> Non
 
     async with open_control_server() as server:
         async with spawn(server.relay_argv(), cwd=tmp_path) as proc:
-            relay = await server.accept(10)
+            relay = await server.accept(RELAY_START)
             os.kill(proc.pid, signal.SIGTERM)
             assert await relay.wait_gone(5)
             assert relay.signals == [signal.SIGTERM]
@@ -156,7 +160,7 @@ async def test_fixed_address_and_empty_token(tmp_path: Path) -> None:
         assert server.address == f"unix:{sock}"
         assert "--token" not in server.relay_argv()
         async with spawn(server.relay_argv(), cwd=tmp_path):
-            relay = await server.accept(10)
+            relay = await server.accept(RELAY_START)
             assert relay.hello.token == ""
     assert not sock.exists()
 
