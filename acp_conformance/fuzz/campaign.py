@@ -451,6 +451,8 @@ class FrameFuzzer(ABC):
             # peer that decodes leniently answers under it: not an answer to nothing either.
             for guess in _ids_in(frame.data):
                 peer.conn.allow_unpaired(guess)
+        #: Why the spec forbids us to send this frame here (None: it does not); fixed for the exchange.
+        why = self.forbidden(frame, live)
         problems: list[Problem] = []
         probe_ids: list[Any] = []
         #: How long we waited for the frame's answer, when that was less than the deadline (``patience``).
@@ -474,18 +476,17 @@ class FrameFuzzer(ABC):
                         or (expect.null_id_ok and ev.id is None and ev.is_error)
                     )
 
-                waited = await self._await_answer(peer, answered, mark, self.forbidden(frame, live))
+                waited = await self._await_answer(peer, answered, mark, why)
                 if waited is not None and waited < self.timeout:
                     short = waited
                     if tracked:
                         # Its answer may still come: then not an answer "to nothing" (the example has
                         # judged what came in its window).
                         peer.conn.allow_unpaired(rid)
-                elif waited is not None and peer.deadlines is not None and frame.method:
-                    if self.forbidden(frame, live) is None:
-                        # A valid request unanswered (the example's finding is its FAIL): a miss for the
-                        # run's campaigns (``DeadlineMemory``: a search's misses gate no scripted test).
-                        peer.deadlines.missed(frame.method, peer.where or "an earlier test", search=True)
+                elif waited is not None and why is None and peer.deadlines is not None and frame.method:
+                    # A valid request unanswered (the example's finding is its FAIL): a miss for the
+                    # run's campaigns (``DeadlineMemory``: a search's misses gate no scripted test).
+                    peer.deadlines.missed(frame.method, peer.where or "an earlier test", search=True)
             for _ in range(2):
                 # Never under the frame's own id: its answer would be taken for the probe's.
                 pid = peer.conn.next_request_id()
@@ -504,7 +505,6 @@ class FrameFuzzer(ABC):
             window = peer.events[mark:]
             came = [e.message for e in window if isinstance(e, Response) and isinstance(e.message, dict)]
             problems = [p for p in expect.check(frame.answers(came)) if p.clause != expect.missing_clause]
-            why = self.forbidden(frame, live)
             if why is not None:
                 _reattribute(live, frame, window, why)
             owed = (tracked or unpaired) and expect.answer == "required"
@@ -540,7 +540,6 @@ class FrameFuzzer(ABC):
             found = [self._impatient(p, short) for p in found]
         problems += found
         _excuse(live, frame, window, responses)
-        why = self.forbidden(frame, live)
         if why is not None:
             _reattribute(live, frame, window, why)
         return problems

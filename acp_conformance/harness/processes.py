@@ -71,8 +71,8 @@ class Held:
         self.started = anyio.Event()
         self.release = anyio.Event()
         self.done = anyio.Event()
+        #: Stderr lines written before ``claim`` (after it, the transport's ``on_stderr`` is the claimer's).
         self._early: list[str] = []
-        self._sink: Callable[[str], None] | None = None
 
     @property
     def live_transport(self) -> ProcessTransport:
@@ -80,9 +80,7 @@ class Held:
         return self.transport
 
     def on_stderr(self, line: str) -> None:
-        if self._sink is not None:
-            self._sink(line)
-        elif len(self._early) < _EARLY_STDERR:
+        if len(self._early) < _EARLY_STDERR:
             self._early.append(line)
 
     def claim(self, on_stderr: Callable[[str], None]) -> None:
@@ -90,7 +88,6 @@ class Held:
         early, self._early = self._early, []
         for line in early:
             on_stderr(line)
-        self._sink = on_stderr
         self.live_transport.on_stderr = on_stderr
 
     def unfit(self) -> bool:
