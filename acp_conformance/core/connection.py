@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from acp_conformance.core import jsonrpc
@@ -31,6 +32,10 @@ from acp_conformance.core.events import (
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, RawFrame
 from acp_conformance.core.ids import answerable
 from acp_conformance.errors import LocalProtocolError
+
+#: How much of an answer without an id its violation keeps (others keep 200 bytes): enough to read
+#: it back whole as what it is, an error answering a line of ours (zed's carry the line in ``data``).
+IDLESS_RAW = 65536
 
 __all__ = ["AnsweringConnection", "Connection", "Role"]
 
@@ -108,7 +113,9 @@ class Connection:
             return out
         kind, problems = jsonrpc.classify(msg, data)
         if kind is None and isinstance(msg, dict) and "id" not in msg and ("result" in msg or "error" in msg):
-            problems = [self._idless(msg, v) if v.clause_id == "jsonrpc.response-id-echo" else v for v in problems]
+            problems = [
+                self._idless(msg, v, data) if v.clause_id == "jsonrpc.response-id-echo" else v for v in problems
+            ]
         out.extend(self._hygiene(_at(v, index)) for v in problems)
         if kind == "request":
             out.extend(self._on_request(msg, data, index))
@@ -127,8 +134,11 @@ class Connection:
             out.extend(self._on_response(msg, data, index))
         return out
 
-    def _idless(self, msg: dict[str, Any], v: Violation) -> Violation:
+    def _idless(self, msg: dict[str, Any], v: Violation, data: bytes) -> Violation:
         """An answer with no ``id`` member: which rule it breaks.
+
+        The violation keeps the frame whole up to ``IDLESS_RAW`` bytes (not clipped like others'):
+        a fuzz example reads it as the answer to its frame (``fuzz.campaign._idless_error``).
 
         It answers one of our notifications (``jsonrpc.answered_notification_clause``) when it names
         one (its error data or message holds the method of a notification we sent), or when
@@ -152,17 +162,17 @@ class Connection:
                 "jsonrpc.survives-invalid-input",
                 "an error without an id (JSON-RPC wants id null), after a malformed frame of ours",
                 v.severity,
-                v.raw,
+                data[:IDLESS_RAW],
                 v.index,
             )
         else:
-            return v
+            return replace(v, raw=data[:IDLESS_RAW])
         kind = "an error" if "error" in msg else "a result"
         return Violation(
             jsonrpc.answered_notification_clause(named[0] if named else None),
             f"{kind} without an id answering a notification ({why}): notifications are never answered",
             v.severity,
-            v.raw,
+            data[:IDLESS_RAW],
             v.index,
         )
 

@@ -76,7 +76,11 @@ class Expect:
                 code = err.get("code") if isinstance(err, dict) else None
                 if a.get("id") is None and not self.null_id_ok:
                     out.append(
-                        Problem(self.id_clause, f"error {code!r} ({_msg(err)}) with a null id: the id was readable")
+                        Problem(
+                            self.id_clause,
+                            f"error {code!r} ({_msg(err)}) {'with a null id' if 'id' in a else 'without an id'}: "
+                            "the id was readable",
+                        )
                     )
                 elif self.codes is not None and code not in self.codes:
                     want = ", ".join(str(c) for c in sorted(self.codes))

@@ -255,29 +255,41 @@ class FrameFuzzer(ABC):
         self, peer: Peer, answered: Callable[[Event], bool], mark: int, why: str | None
     ) -> float | None:
         """Wait for the frame's answer: ``None`` when it came, else how long we waited.  The wait
-        ends early only after a whole ``patience`` in which the peer wrote nothing: one that writes
-        (updates of a turn a lenient peer runs for a prompt it could have refused) may be working
-        on the frame, and gets up to the deadline."""
+        ends early only once a whole ``patience`` has passed since the peer's last frame: one that
+        writes (updates of a turn a lenient peer runs for a prompt it could have refused) may be
+        working on the frame, and gets up to the deadline.  Measured from the last frame, not in
+        steps of ``patience``: a frame the peer wrote right after ours for its own reasons (a
+        fresh session's ``available_commands_update``) would otherwise double the wait."""
         patience = self.patience(why)
-        waited = 0.0
+        start = time.monotonic()
+        quiet_since = start
+        seen = peer.conn.inbound_frames
+
+        def watch(ev: Event) -> bool:
+            nonlocal quiet_since, seen
+            if peer.conn.inbound_frames != seen:
+                seen = peer.conn.inbound_frames
+                quiet_since = time.monotonic()
+            return answered(ev)
+
         while True:
-            seen = peer.conn.inbound_frames
-            step = min(patience, self.timeout - waited)
+            now = time.monotonic()
+            step = min(quiet_since + patience, start + self.timeout) - now
+            if step <= 0:
+                return now - start
             try:
-                await peer.wait_for(answered, start=mark, timeout=step, what="its answer")
+                await peer.wait_for(watch, start=mark, timeout=step, what="its answer")
                 return None
             except PeerTimeout:
-                waited += step
-            if waited >= self.timeout or peer.conn.inbound_frames == seen:
-                return waited
+                pass
 
     def _impatient(self, problem: Problem, waited: float) -> Problem:
-        """"No answer", said with the window it was given (``patience``)."""
+        """ "No answer", said with the window it was given (``patience``)."""
         if problem.message != "no answer":
             return problem
         return Problem(
             problem.clause,
-            f"no answer within {waited:g} s, the last {self.budget.patience:g} s of it without a frame from the "
+            f"no answer within {waited:.1f} s, the last {self.budget.patience:g} s of it without a frame from the "
             "peer (the wait for the answer to a frame the spec forbids us to send: --acp-fuzz-patience; valid "
             "requests get --acp-timeout)",
         )
@@ -453,6 +465,11 @@ class FrameFuzzer(ABC):
                 peer.conn.allow_unpaired(guess)
         #: Why the spec forbids us to send this frame here (None: it does not); fixed for the exchange.
         why = self.forbidden(frame, live)
+        #: An error with a null id, or none, answers a frame whose id could not be read, and is the
+        #: peer's rejection of one the spec forbids us to send: it ends the wait and is judged as the
+        #: frame's answer.  After a valid frame it answers nothing of this example's (a late answer to
+        #: an earlier one, say): the core judges it (``Connection._idless``).
+        idless_ok = expect.null_id_ok or why is not None
         problems: list[Problem] = []
         probe_ids: list[Any] = []
         #: How long we waited for the frame's answer, when that was less than the deadline (``patience``).
@@ -470,11 +487,13 @@ class FrameFuzzer(ABC):
                 def answered(ev: Event) -> bool:
                     # An id past 2**53 comes back rounded from a JavaScript peer: answered, under a
                     # mangled id (judged below as such), so no reason to wait out the deadline.
-                    return isinstance(ev, Response) and (
-                        id_key(ev.id) == key
-                        or rounded_echo(ev.id, rid)
-                        or (expect.null_id_ok and ev.id is None and ev.is_error)
-                    )
+                    if isinstance(ev, Response):
+                        return (
+                            id_key(ev.id) == key
+                            or rounded_echo(ev.id, rid)
+                            or (idless_ok and ev.id is None and ev.is_error)
+                        )
+                    return idless_ok and _idless_error(ev) is not None
 
                 waited = await self._await_answer(peer, answered, mark, why)
                 if waited is not None and waited < self.timeout:
@@ -504,6 +523,8 @@ class FrameFuzzer(ABC):
             what = "closed its output" if peer.closed.is_set() else "stopped answering"
             window = peer.events[mark:]
             came = [e.message for e in window if isinstance(e, Response) and isinstance(e.message, dict)]
+            if idless_ok:
+                came += _idless_errors(window)
             problems = [p for p in expect.check(frame.answers(came)) if p.clause != expect.missing_clause]
             if why is not None:
                 _reattribute(live, frame, window, why)
@@ -534,7 +555,7 @@ class FrameFuzzer(ABC):
             for e in window
             if isinstance(e, Response) and isinstance(e.message, dict) and id_key(e.id) not in probe_keys
         ]
-        answers = frame.answers([e.message for e in responses])
+        answers = frame.answers([e.message for e in responses] + (_idless_errors(window) if idless_ok else []))
         found = expect.check(answers)
         if short is not None:
             found = [self._impatient(p, short) for p in found]
@@ -618,6 +639,36 @@ def _excuse(live: Live, frame: Frame, window: list[Any], responses: list[Respons
             f"(fuzz) {len(gone)} finding(s) on an answer echoing the deliberately odd id {frame.id!r:.60} "
             "set aside: the fuzz test judges that answer itself"
         )
+
+
+def _idless_error(ev: Event) -> dict[str, Any] | None:
+    """An error the peer sent with no ``id`` member at all.  The core logs it as a violation, not as
+    a ``Response`` (nothing pairs it with a request), but for a fuzz frame it is an answer like an
+    error with a null id: what the peer said to a line it could not, or would not, read (zed's
+    codex-acp answers every line its parser rejects so, with the line in ``data``)."""
+    if not isinstance(ev, Violation) or not ev.raw:
+        return None
+    try:
+        msg = orjson.loads(ev.raw)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(msg, dict) and "error" in msg and not msg.keys() & {"id", "method", "result"}:
+        return msg
+    return None
+
+
+def _idless_errors(window: Sequence[Any]) -> list[dict[str, Any]]:
+    """The errors without an id in ``window``, one per frame (the core may flag a frame twice)."""
+    out: list[dict[str, Any]] = []
+    frames: set[int] = set()
+    for ev in window:
+        msg = _idless_error(ev)
+        if msg is None or ev.index in frames:
+            continue
+        if ev.index is not None:
+            frames.add(ev.index)
+        out.append(msg)
+    return out
 
 
 _ID_TEXT = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,30})')

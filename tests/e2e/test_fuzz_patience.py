@@ -9,6 +9,7 @@ and up to the deadline while it does (it may be working on the frame).
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -25,7 +26,28 @@ def test_a_peer_silent_on_frames_it_cannot_read_is_judged_after_the_patience(tmp
     run = run_suite(f"{PY} {AGENTS} silent", tmp_path, *CAMPAIGN, *PATIENT)
     assert run.statuses()["jsonrpc.parse-error"] == "WARN", run.stdout[-3000:]
     said = " ".join(run.messages("jsonrpc.parse-error", "WARN"))
-    assert "no answer within 1 s, the last 1 s of it without a frame from the peer" in said, said
+    assert "no answer within 1.0 s, the last 1 s of it without a frame from the peer" in said, said
+
+
+def test_the_patience_runs_from_the_peers_last_frame(tmp_path: Path) -> None:
+    """A frame the peer writes just after ours for its own reasons restarts the patience; it does
+    not buy a second whole one (waits in steps of the patience gave 2 s here)."""
+    run = run_suite(f"{PY} {AGENTS} aside", tmp_path, *CAMPAIGN, *PATIENT)
+    assert run.statuses()["jsonrpc.parse-error"] == "WARN", run.stdout[-3000:]
+    said = run.messages("jsonrpc.parse-error", "WARN")
+    waits = [float(w) for m in said for w in re.findall(r"no answer within ([0-9.]+) s", m)]
+    assert waits and all(1.0 <= w < 1.9 for w in waits), said
+
+
+def test_an_error_without_an_id_is_the_answer_to_a_frame_the_peer_could_not_read(tmp_path: Path) -> None:
+    """zed codex-acp answers a line its parser rejects with -32700 and no ``id`` at all: that is
+    its answer (a robustness finding: JSON-RPC wants id null), not silence to wait out."""
+    run = run_suite(f"{PY} {AGENTS} idless", tmp_path, *CAMPAIGN, "--acp-timeout=30", "--acp-fuzz-patience=5")
+    statuses = run.statuses()
+    assert statuses["jsonrpc.parse-error"] not in ("WARN", "FAIL"), run.messages("jsonrpc.parse-error")
+    assert statuses["jsonrpc.survives-invalid-input"] == "WARN", run.stdout[-3000:]
+    said = " ".join(run.messages("jsonrpc.survives-invalid-input", "WARN"))
+    assert "an error without an id" in said and "no answer" not in said, said
 
 
 def test_a_peer_that_works_on_its_rejection_and_says_so_gets_the_deadline(tmp_path: Path) -> None:

@@ -1,13 +1,17 @@
 """Agents that take their time over a frame the spec forbids sending, for the fuzz campaigns'
 ``--acp-fuzz-patience`` (``tests/e2e/test_fuzz_patience.py``).
 
-``python tests/peers/patience_agents.py NAME [mock_agent options]`` runs one.  Both are the
+``python tests/peers/patience_agents.py NAME [mock_agent options]`` runs one.  Each is the
 reference agent, apart from requests whose strings escape a lone UTF-16 surrogate (no valid ACP
 message: JSON text is Unicode, RFC 8259 § 8.2), which the reference agent reads leniently and
 answers at once:
 
 - ``silent``: drops them without a word (simpler than zed codex-acp 0.16.0, whose parser rejects
   the line and which then writes an error without an id, never an answer under the request's id);
+- ``aside``: drops them too, but writes one extension notification right after each (a frame of
+  its own, as a fresh session's ``available_commands_update`` may come just after our frame);
+- ``idless``: answers them at once as zed codex-acp 0.16.0 does, with a -32700 error that has no
+  ``id`` member (JSON-RPC wants the id, or null where it could not be read) and the line in ``data``;
 - ``slow``: answers them 1.5 s late, saying meanwhile, in an extension notification every 0.3 s
   (a client ignores what it does not know, extensibility.mdx), that it is working: a slow peer,
   not a deaf one.
@@ -54,6 +58,32 @@ class _SilentPeer(AgentPeer):
         super()._dispatch([e for e in events if not (isinstance(e, Request) and lone_surrogates(e.raw))])
 
 
+class _AsidePeer(AgentPeer):
+    def _dispatch(self, events: list[Event]) -> None:
+        kept = [e for e in events if not (isinstance(e, Request) and lone_surrogates(e.raw))]
+        for _ in range(len(events) - len(kept)):
+            self.start_soon(self._aside)
+        super()._dispatch(kept)
+
+    async def _aside(self) -> None:
+        with contextlib.suppress(PeerExited):
+            await self.notify("_mock_agent/aside", {})
+
+
+class _IdlessPeer(AgentPeer):
+    def _dispatch(self, events: list[Event]) -> None:
+        bad = [e for e in events if isinstance(e, Request) and lone_surrogates(e.raw)]
+        for ev in bad:
+            self.start_soon(self._reject, ev)
+        super()._dispatch([e for e in events if e not in bad])
+
+    async def _reject(self, ev: Event) -> None:
+        line = ev.raw.decode("utf-8", "replace") if isinstance(ev, Request) else ""
+        error = {"code": -32700, "message": "Parse error", "data": {"line": line}}
+        with contextlib.suppress(PeerExited):
+            await self.send_raw(orjson.dumps({"jsonrpc": "2.0", "error": error}) + b"\n")
+
+
 class _SlowPeer(AgentPeer):
     beats = 5
     beat = 0.3
@@ -82,7 +112,12 @@ def _agent(peer_cls: type[AgentPeer]) -> type[MockAgent]:
     return Agent
 
 
-AGENTS: dict[str, type[MockAgent]] = {"silent": _agent(_SilentPeer), "slow": _agent(_SlowPeer)}
+AGENTS: dict[str, type[MockAgent]] = {
+    "silent": _agent(_SilentPeer),
+    "aside": _agent(_AsidePeer),
+    "idless": _agent(_IdlessPeer),
+    "slow": _agent(_SlowPeer),
+}
 
 
 if __name__ == "__main__":
