@@ -68,6 +68,10 @@ class _Compiler:
         self._defs: dict[str, SearchStrategy[Any]] = {}
         #: ``definition(name)`` filtered by the schema validator, per name.
         self.valid: dict[str, SearchStrategy[Any]] = {}
+        #: Whole valid messages (``_valid.{_valid_pairs,_valid_messages}``), per (what, role, kinds, method):
+        #: a mutation draws its base message from one per example, and a strategy built anew each
+        #: time is validated anew by Hypothesis (most of a draw's time, in profiles).
+        self.messages: dict[tuple[Any, ...], SearchStrategy[Any]] = {}
         self._variants: dict[int, list[_Spec]] = {}
 
     # ------------------------------------------------------------ entry points

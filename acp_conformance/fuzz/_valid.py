@@ -294,7 +294,18 @@ def _frame_from(
 def _valid_pairs(
     model: _Model, role: Role | None, kinds: Sequence[Kind], method: str | None, opts: _Opts
 ) -> SearchStrategy[tuple[str, dict[str, Any]]]:
-    """Valid messages with the definition their payload was drawn from."""
+    """Valid messages with the definition their payload was drawn from (built once per compiler)."""
+    cache = _compiler(model, opts).messages
+    key = ("pairs", role, tuple(kinds), method)
+    s = cache.get(key)
+    if s is None:
+        s = cache[key] = _build_pairs(model, role, kinds, method, opts)
+    return s
+
+
+def _build_pairs(
+    model: _Model, role: Role | None, kinds: Sequence[Kind], method: str | None, opts: _Opts
+) -> SearchStrategy[tuple[str, dict[str, Any]]]:
     ids = _ids(opts.unusual)
     parts: list[SearchStrategy[tuple[str, dict[str, Any]]]] = []
     for kind in kinds:
@@ -333,4 +344,9 @@ def _tagger(name: str) -> Callable[[dict[str, Any]], tuple[str, dict[str, Any]]]
 def _valid_messages(
     model: _Model, role: Role | None, kinds: Sequence[Kind], method: str | None, opts: _Opts
 ) -> SearchStrategy[dict[str, Any]]:
-    return _valid_pairs(model, role, kinds, method, opts).map(lambda pair: pair[1])
+    cache = _compiler(model, opts).messages
+    key = ("messages", role, tuple(kinds), method)
+    s = cache.get(key)
+    if s is None:
+        s = cache[key] = _valid_pairs(model, role, kinds, method, opts).map(lambda pair: pair[1])
+    return s
