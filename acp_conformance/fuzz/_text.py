@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import datetime
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +14,8 @@ from hypothesis.strategies import SearchStrategy
 
 from acp_conformance.fuzz._options import _Opts
 
+#: The latest date a realistic timestamp takes.
+_DATES_END = datetime.datetime(2026, 1, 1)
 _LOCALES = ("en_US", "ja_JP", "ar_AA", "he_IL", "ru_RU", "zh_CN", "de_DE", "el_GR", "ko_KR", "fr_FR")
 _FAKERS = threading.local()
 
@@ -172,7 +175,9 @@ def _strings_for(hint: str | None, opts: _Opts) -> SearchStrategy[str]:
     if hint in ("data", "blob"):
         return _b64()
     if hint in ("updatedAt", "lastModified", "createdAt"):
-        return _fake(lambda f: f.iso8601() + "Z")
+        # Up to a fixed instant: Faker's default end is now, so the same seed drew another date on
+        # every run (and a replayed example was not the same bytes).
+        return _fake(lambda f: f.iso8601(end_datetime=_DATES_END) + "Z")
     if hint == "version":
         return st.builds(lambda a, b, c: f"{a}.{b}.{c}", st.integers(0, 9), st.integers(0, 30), st.integers(0, 99))
     if hint == "currency":

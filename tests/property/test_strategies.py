@@ -13,12 +13,13 @@ Budgets are modest and derandomized; the module runs in well under 30 s.
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
@@ -375,3 +376,39 @@ def test_expect_check_and_answers() -> None:
 def test_encode_survives_what_orjson_refuses() -> None:
     assert json.loads(acp.encode({"s": "\ud800", "n": 2**70})) == {"s": "\ud800", "n": 2**70}
     assert acp.encode({"a": 1}) == b'{"a":1}\n'
+
+
+def _drawn(strategy: st.SearchStrategy[Any], n: int) -> list[str]:
+    out: list[str] = []
+
+    @seed(0)
+    @settings(
+        max_examples=n, database=None, deadline=None, phases=[Phase.generate], suppress_health_check=list(HealthCheck)
+    )
+    @given(strategy)
+    def draw(value: Any) -> None:
+        out.append(json.dumps(value, sort_keys=True))
+
+    draw()
+    return out
+
+
+def test_a_seed_draws_the_same_values_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default seed promises the same frames in every run (docs/fuzzing.md), so a replay is the
+    example reported: nothing drawn may depend on the clock (Faker's dates end "now" by default,
+    so the second draw runs with Faker's clock a day later)."""
+    from faker.providers import date_time
+
+    annotations = acp.from_definition("Annotations")
+    first = _drawn(annotations, 60)
+
+    class Tomorrow(datetime.datetime):
+        @classmethod
+        def now(cls, tz: datetime.tzinfo | None = None) -> Tomorrow:
+            t = datetime.datetime.now(tz) + datetime.timedelta(days=1)
+            return cls.fromtimestamp(t.timestamp(), tz)
+
+    monkeypatch.setattr(date_time, "datetime", Tomorrow)
+    again = _drawn(annotations, 60)
+    assert any('"lastModified": "' in a for a in first), "no timestamp drawn: the test proves nothing"
+    assert first == again
