@@ -321,6 +321,8 @@ class ControlServer:
         self._tg = tg
         self.connections: list[RelayConnection] = []
         self.rejected: list[str] = []
+        #: How many relays ``accept`` has handed out without an index (its next one is this index).
+        self._handed = 0
         self._changed = anyio.Event()
         self.handshake_timeout = 10.0
         self._accept_scope = anyio.CancelScope()
@@ -366,11 +368,15 @@ class ControlServer:
         self._notify()
 
     async def accept(self, timeout: float, index: int | None = None) -> RelayConnection:
-        """The ``index``-th relay to connect (default: the next new one)."""
-        want = len(self.connections) if index is None else index
+        """The ``index``-th relay to connect (default: the first that ``accept`` has not handed out
+        yet).  Not "the next to connect after this call": a relay that starts fast (or a caller
+        slowed by load) connects before the caller gets here, and would be waited for in vain."""
+        want = self._handed if index is None else index
         with anyio.move_on_after(timeout):
             while len(self.connections) <= want:
                 await self._changed.wait()
+            if index is None:
+                self._handed = want + 1
             return self.connections[want]
         raise PeerTimeout(f"no agent connected to the control socket within {timeout:g} s")
 
