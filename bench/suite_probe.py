@@ -1,8 +1,9 @@
 """pytest plugin (``-p bench.suite_probe``) that counts and times the suite's agent processes.
 
-Used only in the benchmark's separate *probe* run of the suite (never in the timed runs):
-it wraps ``acp_conformance.transport.process.spawn`` (wherever a module imported it by
-name) and appends one JSON line per agent process to the file named by
+Used in the ``suite`` section's separate *probe* run (never in its timed runs) and in every
+run of the ``real`` section, whose process counts come from it (its cost, one awaited wrapper
+per read, is in those times; bench/real.py).  It wraps ``acp_conformance.transport.process.spawn``
+(wherever a module imported it by name) and appends one JSON line per agent process to the file named by
 ``$ACP_BENCH_PROBE``: time to the process being started, to its first output (normally
 the ``initialize`` answer), and the teardown after the test let go.
 """
