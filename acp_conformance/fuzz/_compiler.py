@@ -66,15 +66,20 @@ class _Compiler:
         self.opts = opts
         self.overrides = dict(opts.overrides)
         self._defs: dict[str, SearchStrategy[Any]] = {}
-        #: ``definition(name)`` filtered by the schema validator, per name.
-        self.valid: dict[str, SearchStrategy[Any]] = {}
-        #: Whole valid messages (``_valid.{_valid_pairs,_valid_messages}``), per (what, role, kinds, method):
-        #: a mutation draws its base message from one per example, and a strategy built anew each
-        #: time is validated anew by Hypothesis (most of a draw's time, in profiles).
-        self.messages: dict[tuple[Any, ...], SearchStrategy[Any]] = {}
+        #: Strategies built on top of the definitions (``built``), by what they are.
+        self._built: dict[tuple[Any, ...], SearchStrategy[Any]] = {}
         self._variants: dict[int, list[_Spec]] = {}
 
     # ------------------------------------------------------------ entry points
+    def built(self, key: tuple[Any, ...], make: Callable[[], SearchStrategy[Any]]) -> SearchStrategy[Any]:
+        """The strategy ``key`` names, made once (``make``) and the same object ever after: a mutation
+        draws its base message from one per example, and Hypothesis validates a strategy built anew
+        on its first draw (most of a draw's time, in profiles, when it was built per draw)."""
+        s = self._built.get(key)
+        if s is None:
+            s = self._built[key] = make()
+        return s
+
     def definition(self, name: str) -> SearchStrategy[Any]:
         if name in self.overrides and name in self.model.defs:
             return self.overrides[name]

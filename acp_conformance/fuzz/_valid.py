@@ -53,10 +53,7 @@ def from_definition(
 
 def _valid_def(model: _Model, opts: _Opts, name: str) -> SearchStrategy[Any]:
     compiler = _compiler(model, opts)
-    s = compiler.valid.get(name)
-    if s is None:
-        s = compiler.valid[name] = compiler.definition(name).filter(lambda v: model.is_valid(name, v))
-    return s
+    return compiler.built(("valid", name), lambda: compiler.definition(name).filter(lambda v: model.is_valid(name, v)))
 
 
 def _spec(model: _Model, method: Any) -> MethodSpec:
@@ -295,12 +292,9 @@ def _valid_pairs(
     model: _Model, role: Role | None, kinds: Sequence[Kind], method: str | None, opts: _Opts
 ) -> SearchStrategy[tuple[str, dict[str, Any]]]:
     """Valid messages with the definition their payload was drawn from (built once per compiler)."""
-    cache = _compiler(model, opts).messages
-    key = ("pairs", role, tuple(kinds), method)
-    s = cache.get(key)
-    if s is None:
-        s = cache[key] = _build_pairs(model, role, kinds, method, opts)
-    return s
+    return _compiler(model, opts).built(
+        ("pairs", role, tuple(kinds), method), lambda: _build_pairs(model, role, kinds, method, opts)
+    )
 
 
 def _build_pairs(
@@ -344,9 +338,7 @@ def _tagger(name: str) -> Callable[[dict[str, Any]], tuple[str, dict[str, Any]]]
 def _valid_messages(
     model: _Model, role: Role | None, kinds: Sequence[Kind], method: str | None, opts: _Opts
 ) -> SearchStrategy[dict[str, Any]]:
-    cache = _compiler(model, opts).messages
-    key = ("messages", role, tuple(kinds), method)
-    s = cache.get(key)
-    if s is None:
-        s = cache[key] = _valid_pairs(model, role, kinds, method, opts).map(lambda pair: pair[1])
-    return s
+    return _compiler(model, opts).built(
+        ("messages", role, tuple(kinds), method),
+        lambda: _valid_pairs(model, role, kinds, method, opts).map(lambda pair: pair[1]),
+    )
