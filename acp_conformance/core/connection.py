@@ -54,6 +54,10 @@ class Role(enum.Enum):
 class Connection:
     """JSON-RPC 2.0 state for one ACP byte stream, seen from ``our_role``."""
 
+    #: Judge the members of a batch line as messages (see ``receive_frame``).  A strict receiver
+    #: (``AnsweringConnection``) refuses the line instead, as the mocks do.
+    unpack_batches = True
+
     def __init__(
         self,
         our_role: Role,
@@ -111,6 +115,24 @@ class Connection:
         ]
         if msg is None:
             return out
+        if self.unpack_batches and isinstance(msg, list) and msg and all(isinstance(m, dict) for m in msg):
+            # A batch: ACP frames one message per line, and that is the one thing wrong with it.
+            # The clause is broken once (the batch's violation); its members are judged as the
+            # messages they are, so the update-based and answer-based checks see the replay, the
+            # tool calls and the answers it carries instead of charging their absence to other
+            # clauses.  Each member's evidence is its own bytes, re-encoded (the line is in the
+            # batch's violation).
+            _, problems = jsonrpc.classify(msg, data)
+            out.extend(self._hygiene(_at(v, index)) for v in problems)
+            for member in msg:
+                out.extend(self._message(member, jsonrpc.dumps(member), index))
+            return out
+        out.extend(self._message(msg, data, index))
+        return out
+
+    def _message(self, msg: Any, data: bytes, index: int) -> list[Event]:
+        """The events of one decoded value: its envelope violations, then its message."""
+        out: list[Event] = []
         kind, problems = jsonrpc.classify(msg, data)
         if kind is None and isinstance(msg, dict) and "id" not in msg and ("result" in msg or "error" in msg):
             problems = [
@@ -391,7 +413,10 @@ class AnsweringConnection(Connection):
     The plain ``Connection`` records such lines as violations and produces no event (the suite
     judges, it does not answer); the reference agent and client answer, through ``on_malformed``
     (code, message).  A request with an unusable id is dropped here: nothing serves it.
+    A batch line is refused whole with -32600, its members unserved (``unpack_batches``).
     """
+
+    unpack_batches = False
 
     def __init__(
         self,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.connection import Connection, Role
-from acp_conformance.core.events import Event, Notification, Request, Response, Violation
+from acp_conformance.core.connection import AnsweringConnection, Connection, Role
+from acp_conformance.core.events import Event, Notification, Request, Response, Violation, turn_output
 
 STDOUT_CLEAN = "transport.stdio.stdout-clean"
 STDIN_CLEAN = "transport.stdio.stdin-clean"
@@ -129,11 +129,44 @@ def test_non_json_constants_are_rejected(const: bytes) -> None:
 
 
 # ----------------------------------------------------------------- envelope
-@pytest.mark.parametrize("frame", [b"[]", b'[{"jsonrpc":"2.0","method":"a"},{"jsonrpc":"2.0","method":"b"}]'])
+@pytest.mark.parametrize(
+    "frame", [b"[]", b'[{"jsonrpc":"2.0","method":"a"},[]]', b'[{"jsonrpc":"2.0","method":"a"},1]']
+)
 def test_batch_array_is_one_message_per_line(frame: bytes) -> None:
     out = feed(frame)
     assert clauses(out) == [("transport.stdio.one-message-per-line", "error")]
     assert messages(out) == []
+
+
+def test_a_batch_breaks_its_clause_once_and_its_members_are_judged_as_messages() -> None:
+    """An agent that sends its updates and answers in batch lines breaks one clause, once: the
+    replay, tool calls and answers inside are what they are, not absent (they would otherwise
+    fail session.load.replay-all, tool.report and jsonrpc.every-request-answered too)."""
+    conn = Connection(Role.CLIENT)
+    rid, _ = conn.send_request("session/load", {"sessionId": "s"})
+    out = conn.receive_data(
+        b'[{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}},'
+        b'{"jsonrpc":"1.0","id":%d,"result":null}]\n'
+        b'{"jsonrpc":"2.0","method":"after"}\n' % rid
+    )
+    assert clauses(out) == [("transport.stdio.one-message-per-line", "error"), ("jsonrpc.version-field", "error")]
+    note, answer, after = messages(out)
+    assert isinstance(note, Notification) and note.method == "session/update" and note.params == {"sessionId": "s"}
+    assert isinstance(answer, Response) and answer.id == rid and answer.method == "session/load"
+    assert not conn.pending_outgoing
+    # Members carry their own bytes and the line's index; the next line is the next index.
+    assert note.raw == b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}}'
+    assert (note.index, answer.index, after.index) == (0, 0, 1)
+    assert [v.index for v in out if isinstance(v, Violation)] == [0, 0]
+
+
+def test_a_strict_receiver_refuses_a_batch_whole() -> None:
+    refused: list[tuple[int, str]] = []
+    conn = AnsweringConnection(Role.AGENT, lambda code, message: refused.append((code, message)))
+    out = conn.receive_data(b'[{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}]\n')
+    assert clauses(out) == [("transport.stdio.one-message-per-line", "error")]
+    assert messages(out) == [] and not conn.pending_incoming
+    assert [code for code, _ in refused] == [jsonrpc.ErrorCode.INVALID_REQUEST]
 
 
 @pytest.mark.parametrize(
@@ -249,3 +282,16 @@ def test_a_rounded_echo_is_recognised_but_is_never_the_same_id() -> None:
 def test_dumps_never_emits_a_raw_newline() -> None:
     data = jsonrpc.dumps({"jsonrpc": "2.0", "method": "m", "params": {"text": "a\nb\r\n\u2028"}})
     assert b"\n" not in data and b"\r" not in data
+
+
+def test_the_turn_output_of_a_batch_is_counted_once_whoever_reads_it() -> None:
+    """What a deadline message says the peer was still doing: a strict receiver sees a batch of
+    updates as one line it refused, a judging connection as the updates; never both."""
+    line = (
+        b'[{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s",'
+        b'"update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi"}}}}]\n'
+    )
+    judged = Connection(Role.CLIENT).receive_data(line)
+    strict = AnsweringConnection(Role.CLIENT, lambda code, message: None).receive_data(line)
+    assert turn_output(judged) == "1 agent_message_chunk for session 's'"
+    assert turn_output(strict) == "1 session/update in a batch line for session '?'"
