@@ -251,9 +251,26 @@ class Connection:
         is_error = "error" in msg and "result" not in msg
         method: str | None = None
         duplicate = False
+        near = None if key in self._outgoing or key in self._unpaired else _near_key(rid, self._outgoing)
         if key in self._outgoing:
             method = self._outgoing.pop(key)[1]
             self._answered[key] = method
+        elif near is not None:
+            # "0" for our 0 (or 5 for our "5"): the classic echo bug.  It is one breach, of the
+            # echo clause, and this is the answer to that request: paired, so the request is not
+            # also charged as unanswered (and waited for until its deadline).  The event carries
+            # the id of the request it answers; the peer's spelling stays in ``message``/``raw``.
+            sent, method = self._outgoing.pop(near)
+            self._answered[near] = method
+            out.append(
+                Violation(
+                    "jsonrpc.response-id-echo",
+                    f"response to id {rid!r} answers our request {sent!r} ({method}): the id must keep its JSON type",
+                    raw=data[:200],
+                    index=index,
+                )
+            )
+            rid = sent
         elif key in self._unpaired:
             pass  # an answer to a frame we wrote raw: whoever sent it judges it
         elif key in self._answered:
@@ -395,13 +412,29 @@ def _at(v: Violation, index: int) -> Violation:
     return Violation(v.clause_id, v.message, v.severity, v.raw, index)
 
 
+def _near_key(rid: Any, table: dict[tuple[str, Any], Any]) -> tuple[str, Any] | None:
+    """The key in ``table`` of the id ``rid`` spells with the wrong JSON type (``"1"`` for ``1``,
+    ``1`` for ``"1"``), or ``None``.  Only the canonical spelling counts: ``"01"`` is no ``1``."""
+    if isinstance(rid, bool):
+        return None
+    if isinstance(rid, int):
+        alt: Any = str(rid)
+    elif isinstance(rid, str) and rid.isascii() and len(rid) <= 19 and rid.lstrip("-").isdigit():
+        alt = int(rid)
+        if str(alt) != rid:
+            return None
+    else:
+        return None
+    k = jsonrpc.id_key(alt)
+    return k if k in table else None
+
+
 def _near_miss(rid: Any, outgoing: dict[tuple[str, Any], Any], answered: dict[tuple[str, Any], Any]) -> str:
-    """Explain the classic bug of echoing ``"1"`` for ``1``."""
-    numeric = isinstance(rid, str) and rid.isascii() and len(rid) <= 19 and rid.lstrip("-").isdigit()
-    for alt in (str(rid),) + ((int(rid),) if numeric else ()):
-        k = jsonrpc.id_key(alt)
-        if k != jsonrpc.id_key(rid) and (k in outgoing or k in answered):
-            return f" (we sent {alt!r}: the id must keep its JSON type)"
+    """Explain the classic bug of echoing ``"1"`` for ``1`` (for an answer paired with nothing)."""
+    for table in (outgoing, answered):
+        k = _near_key(rid, table)
+        if k is not None:
+            return f" (we sent {k[1]!r}: the id must keep its JSON type)"
     return ""
 
 

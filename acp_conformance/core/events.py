@@ -81,6 +81,9 @@ class Response:
     ``method`` is the method of our request it answers, or ``None`` when the
     id matched no outstanding request of ours (that case also yields a
     ``Violation``).  ``duplicate`` marks a second answer to the same id.
+    ``id`` is the id of the request it answers: the peer's own, except when it
+    spelled ours with the wrong JSON type (``"0"`` for ``0``), which is flagged
+    and paired (``Connection._on_response``); ``message`` keeps its spelling.
     """
 
     id: Any

@@ -26,6 +26,7 @@ import time
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
@@ -522,12 +523,12 @@ class FrameFuzzer(ABC):
                 peer.conn.forget_outgoing(pid)
             what = "closed its output" if peer.closed.is_set() else "stopped answering"
             window = peer.events[mark:]
-            came = [e.message for e in window if isinstance(e, Response) and isinstance(e.message, dict)]
+            came = [_paired(e) for e in window if isinstance(e, Response) and isinstance(e.message, dict)]
             if idless_ok:
                 came += _idless_errors(window)
             problems = [p for p in expect.check(frame.answers(came)) if p.clause != expect.missing_clause]
             if why is not None:
-                _reattribute(live, frame, window, why)
+                _reattribute(live, frame, window, why, {id_key(p) for p in probe_ids})
             owed = (tracked or unpaired) and expect.answer == "required"
             if peer.closed.is_set() and why is None and not owed:
                 # It died after a valid notification (or response): the probes behind it were never
@@ -555,26 +556,33 @@ class FrameFuzzer(ABC):
             for e in window
             if isinstance(e, Response) and isinstance(e.message, dict) and id_key(e.id) not in probe_keys
         ]
-        answers = frame.answers([e.message for e in responses] + (_idless_errors(window) if idless_ok else []))
+        answers = frame.answers([_paired(e) for e in responses] + (_idless_errors(window) if idless_ok else []))
         found = expect.check(answers)
         if short is not None:
             found = [self._impatient(p, short) for p in found]
         problems += found
         _excuse(live, frame, window, responses)
         if why is not None:
-            _reattribute(live, frame, window, why)
+            _reattribute(live, frame, window, why, probe_keys)
         return problems
 
 
-def _reattribute(live: Live, frame: Frame, window: list[Any], why: str) -> None:
+def _reattribute(
+    live: Live,
+    frame: Frame,
+    window: list[Any],
+    why: str,
+    probe_keys: AbstractSet[tuple[str, Any]] = frozenset(),
+) -> None:
     """The peer's answers to a frame we were not allowed to send broke a MUST on the wire (an
     error without an id for a line that is not JSON, say): on the transcript that becomes a
     robustness finding too, so the stream-level judge does not FAIL what the example excuses.
 
     Not a violation the connection already showed on valid traffic (``live.baseline``: the same
     result missing the same member): the frame did not provoke that one, it stays its own clause's
-    (one defect, one clause), rather than becoming a second, robustness finding."""
-    answers = {e.index for e in window if isinstance(e, Response)}
+    (one defect, one clause), rather than becoming a second, robustness finding.  Nor one on the
+    answer to a probe of ours (``probe_keys``): a valid request, answered under its own id."""
+    answers = {e.index for e in window if isinstance(e, Response) and id_key(e.id) not in probe_keys}
     reg = registry()
     moved = 0
     transcript = live.conn.transcript
@@ -669,6 +677,17 @@ def _idless_errors(window: Sequence[Any]) -> list[dict[str, Any]]:
             frames.add(ev.index)
         out.append(msg)
     return out
+
+
+def _paired(resp: Response) -> dict[str, Any]:
+    """An answer as the example judges it: under the id of the request it answers.  The core pairs
+    an id echoed with the wrong JSON type ("1" for 1) with its request, and flags it on the echo
+    clause once (``Connection._on_response``); judged here under the peer's spelling, it would also
+    be "no answer"."""
+    msg: dict[str, Any] = resp.message
+    if "id" in msg and not same_id(msg["id"], resp.id):
+        return {**msg, "id": resp.id}
+    return msg
 
 
 _ID_TEXT = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,30})')

@@ -46,8 +46,12 @@ def test_string_ids_correlate() -> None:
     assert isinstance(resp, Response) and resp.method == "session/new"
 
 
-@pytest.mark.parametrize(("sent", "echoed", "shown"), [(1, "1", "we sent 1:"), ("7", 7, "we sent '7':")])
-def test_id_json_type_must_be_echoed(sent: object, echoed: object, shown: str) -> None:
+@pytest.mark.parametrize(("sent", "echoed", "shown"), [(1, "1", "our request 1 "), ("7", 7, "our request '7' ")])
+def test_an_id_echoed_with_the_wrong_json_type_breaks_the_echo_clause_once(
+    sent: object, echoed: object, shown: str
+) -> None:
+    """The answer is flagged on ``jsonrpc.response-id-echo`` and paired with the request it answers:
+    the request is not also left unanswered (``jsonrpc.every-request-answered``)."""
     conn = Connection(Role.CLIENT)
     conn.send_request("session/prompt", {}, id=sent)
     out = conn.receive_data(result_frame(echoed))
@@ -55,10 +59,25 @@ def test_id_json_type_must_be_echoed(sent: object, echoed: object, shown: str) -
     assert v.clause_id == "jsonrpc.response-id-echo" and v.severity == "error"
     assert shown in v.message and "JSON type" in v.message
     (resp,) = only(out, Response)
-    assert resp.method is None
-    # The real request is still waiting for its answer.
-    assert conn.pending_outgoing == [(sent, "session/prompt")]
-    assert conn.is_outstanding(sent) and not conn.is_outstanding(echoed)
+    assert resp.method == "session/prompt" and resp.id == sent and resp.message["id"] == echoed
+    assert conn.pending_outgoing == [] and not conn.is_outstanding(sent)
+    # A second such answer is a second answer to that request.
+    again = conn.receive_data(result_frame(echoed))
+    assert [x.clause_id for x in only(again, Violation)] == ["jsonrpc.response-id-echo"]
+    assert "we sent" in only(again, Violation)[0].message
+
+
+@pytest.mark.parametrize(("sent", "echoed"), [(1, "01"), (1, "+1"), (1, True), (0, "-0"), ("x", 0)])
+def test_an_id_that_is_no_spelling_of_ours_answers_nothing(sent: object, echoed: object) -> None:
+    conn = Connection(Role.CLIENT)
+    conn.send_request("session/prompt", {}, id=sent)
+    out = conn.receive_data(result_frame(echoed))
+    (resp,) = only(out, Response)
+    assert resp.method is None and conn.pending_outgoing == [(sent, "session/prompt")]
+    assert [v.clause_id for v in only(out, Violation)] in (
+        ["jsonrpc.response-id-echo"],
+        ["jsonrpc.id-types", "jsonrpc.response-id-echo"],
+    )
 
 
 def test_duplicate_response_is_flagged() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Response, Violation
 from acp_conformance.fuzz._expect import Frame
 from acp_conformance.fuzz.campaign import Live, _reattribute
@@ -45,3 +46,17 @@ def test_a_violation_already_shown_on_valid_traffic_stays_its_own_clause() -> No
     transcript.violation(v)
     _reattribute(live, _frame(), window, "that is not a valid ACP message (deep-nesting)")
     assert [x.clause_id for x in transcript.violations] == ["schema.valid"]
+
+
+def test_a_violation_on_the_answer_to_a_probe_of_ours_stays_its_own_clause() -> None:
+    """The probes behind an example are valid requests: what their answers break (an id echoed as
+    a string) is not provoked by the frame, and stays on its own clause."""
+    live, transcript = _live(frozenset())
+    probe = Response(id=8, result={}, method="_acp_conformance/fuzz_probe", index=4)
+    v = Violation("jsonrpc.response-id-echo", "response to id '8' answers our request 8", "error", b"{}", 4)
+    transcript.violation(v)
+    why = "that is not a valid ACP message (deep-nesting)"
+    _reattribute(live, _frame(), [v, probe], why, {jsonrpc.id_key(8)})
+    assert [x.clause_id for x in transcript.violations] == ["jsonrpc.response-id-echo"]
+    _reattribute(live, _frame(), [v, probe], why)  # not a probe: the frame's own answer
+    assert [x.clause_id for x in transcript.violations] == ["jsonrpc.survives-invalid-input"]

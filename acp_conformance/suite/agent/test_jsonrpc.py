@@ -80,11 +80,13 @@ async def test_string_and_zero_ids_are_echoed(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:  # initialize went out with id 0
         first = conn.peer.events
         zero = next((e for e in first if isinstance(e, Response) and e.method == "initialize"), None)
+        # The id as the agent wrote it (``Response.id`` is the request it answers: "0" is paired with 0).
+        echoed = zero.message.get("id") if zero is not None and isinstance(zero.message, dict) else None
         acp_agent.check(
             "jsonrpc.response-id-echo",
-            zero is not None and same_id(zero.id, 0),
+            zero is not None and same_id(echoed, 0),
             "the initialize response to carry id 0",
-            f"id {zero.id!r}" if zero else "no response matched id 0",
+            f"id {echoed!r}" if zero else "no response matched id 0",
         )
         try:
             resp = await conn.peer.call(
