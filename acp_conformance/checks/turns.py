@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ntpath
 import posixpath
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,16 +161,42 @@ class ToolMention:
     fields: Mapping[str, Any]
 
 
+def sessions_given(events: Sequence[Event]) -> set[str]:
+    """The session ids the agent's results name (``session/new``, ``load``, ``resume``, ``fork``...)."""
+    out = set()
+    for e in events:
+        if isinstance(e, Response) and isinstance(e.result, dict):
+            sid = e.result.get("sessionId")
+            if isinstance(sid, str):
+                out.add(sid)
+    return out
+
+
 def tool_mentions(
-    events: Sequence[Event], session_id: str, start: int = 0, end: int | None = None
+    events: Sequence[Event],
+    session_id: str,
+    start: int = 0,
+    end: int | None = None,
+    *,
+    misaddressed: Container[Any] | None = None,
 ) -> list[ToolMention]:
-    """Every tool call mention for the session, in order."""
+    """Every tool call mention for the session, in order.
+
+    ``misaddressed``: the sessions the agent gave us (``sessions_given``); updates naming any
+    other session count as this one's too.  For judging whether tool calls were *reported*
+    (``tool.report``, ``prompt.tool-in-progress``): an update under a session id that does not
+    exist breaks ``prompt.updates.session-id``, once; the tool call it reports was reported.  (A
+    pooled connection's earlier tests' sessions never reach a test's events.)"""
     out: list[ToolMention] = []
     for i, e in _window(events, start, end):
         if isinstance(e, Notification) and e.method == "session/update" and isinstance(e.params, dict):
             update = e.params.get("update")
             kind = update.get("sessionUpdate") if isinstance(update, dict) else None
-            if e.params.get("sessionId") == session_id and kind in ("tool_call", "tool_call_update"):
+            named = e.params.get("sessionId")
+            ours = named == session_id or (
+                misaddressed is not None and (not isinstance(named, str) or named not in misaddressed)
+            )
+            if ours and kind in ("tool_call", "tool_call_update"):
                 assert isinstance(update, dict)
                 out.append(ToolMention(i, str(kind), update.get("toolCallId"), update))
         elif isinstance(e, Request) and e.method == PERMISSION and isinstance(e.params, dict):

@@ -314,3 +314,30 @@ def test_violations_and_responses_are_not_mentions() -> None:
     assert turns.permission_requests([*events, mine, theirs], SID) == [(3, mine)]
     assert turns.permission_requests([*events, mine, theirs]) == [(3, mine), (4, theirs)]
     assert turns.permission_requests([*events, mine, theirs], start=4) == [(4, theirs)]
+
+
+def test_a_tool_call_reported_under_a_session_that_does_not_exist_was_reported() -> None:
+    """Misaddressed updates break prompt.updates.session-id, once: for whether the tool call was
+    announced and ran (tool.report, prompt.tool-in-progress) they count; under another session
+    the agent gave us, they do not."""
+    given = Response(id=1, result={"sessionId": SID}, method="session/new")
+    other = Response(id=2, result={"sessionId": "sess-2"}, method="session/new")
+    events: list[Event] = [
+        given,
+        other,
+        ask("c1"),
+        update("tool_call", sid="sess-1-other", toolCallId="c1", title="t", status="pending"),
+        update("tool_call_update", sid="sess-1-other", toolCallId="c1", status="in_progress"),
+        update("tool_call", sid="sess-2", toolCallId="c2", title="t", status="in_progress"),
+        ask("c2"),
+    ]
+    known = turns.sessions_given(events)
+    assert known == {SID, "sess-2"}
+    strict = turns.tool_mentions(events, SID)
+    reported = turns.tool_mentions(events, SID, misaddressed=known)
+    assert [m.tool_call_id for m in strict] == ["c1", "c2"]  # the two permission requests only
+    assert len(turns.unannounced_tool_work(events, strict, [])) == 2
+    assert turns.unannounced_tool_work(events, reported, []) == [
+        "permission asked for toolCallId 'c2', which no tool_call update announced"
+    ]
+    assert turns.missing_in_progress(strict, ["c1"]) and not turns.missing_in_progress(reported, ["c1"])
