@@ -30,7 +30,7 @@ from acp_conformance.core.events import (
     Violation,
 )
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, RawFrame
-from acp_conformance.core.ids import answerable
+from acp_conformance.core.ids import answerable, other_spelling
 from acp_conformance.errors import LocalProtocolError
 
 #: How much of an answer without an id its violation keeps (others keep 200 bytes): enough to read
@@ -413,17 +413,9 @@ def _at(v: Violation, index: int) -> Violation:
 
 
 def _near_key(rid: Any, table: dict[tuple[str, Any], Any]) -> tuple[str, Any] | None:
-    """The key in ``table`` of the id ``rid`` spells with the wrong JSON type (``"1"`` for ``1``,
-    ``1`` for ``"1"``), or ``None``.  Only the canonical spelling counts: ``"01"`` is no ``1``."""
-    if isinstance(rid, bool):
-        return None
-    if isinstance(rid, int):
-        alt: Any = str(rid)
-    elif isinstance(rid, str) and rid.isascii() and len(rid) <= 19 and rid.lstrip("-").isdigit():
-        alt = int(rid)
-        if str(alt) != rid:
-            return None
-    else:
+    """The key in ``table`` of the id that ``rid`` spells with the wrong JSON type (``ids.other_spelling``)."""
+    alt = other_spelling(rid)
+    if alt is None:
         return None
     k = jsonrpc.id_key(alt)
     return k if k in table else None

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["answerable", "id_key", "rounded_echo", "same_id"]
+__all__ = ["answerable", "id_key", "other_spelling", "rounded_echo", "same_id"]
 
 
 def id_key(value: Any) -> tuple[str, Any]:
@@ -70,6 +70,21 @@ def rounded_echo(theirs: Any, ours: Any) -> bool:
         return float(theirs) == float(ours)
     except OverflowError:
         return False
+
+
+def other_spelling(value: Any) -> Any:
+    """``value`` in the other JSON type a careless echo gives it (``1`` -> ``"1"``, ``"1"`` -> ``1``),
+    or ``None`` when it has none.  Only the canonical spelling: ``"01"``, ``"+1"``, ``"-0"`` are no
+    spelling of an integer.  Never ``same_id``: the connection pairs such an echo with its request
+    and flags it (``Connection._on_response``), one breach of the echo clause."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str) and value.isascii() and len(value) <= 19 and value.lstrip("-").isdigit():
+        number = int(value)
+        return number if str(number) == value else None
+    return None
 
 
 def answerable(value: Any) -> bool:

@@ -279,6 +279,32 @@ def test_a_rounded_echo_is_recognised_but_is_never_the_same_id() -> None:
     assert not rounded_echo(True, 1) and not rounded_echo(10**400, 10**400 + 1)  # no bool; no overflow
 
 
+@pytest.mark.parametrize(
+    ("value", "other"),
+    [
+        (0, "0"),
+        (-7, "-7"),
+        ("42", 42),
+        ("-3", -3),
+        ("01", None),
+        ("+1", None),
+        ("-0", None),
+        (True, None),
+        ("x", None),
+        (1.5, None),
+        (None, None),
+        ("12345678901234567890", None),
+    ],
+)
+def test_the_other_spelling_of_an_id_is_the_canonical_one_only(value: Any, other: Any) -> None:
+    from acp_conformance.core.ids import other_spelling, same_id
+
+    got = other_spelling(value)
+    assert got == other and type(got) is type(other)
+    if other is not None:
+        assert not same_id(value, got)
+
+
 def test_dumps_never_emits_a_raw_newline() -> None:
     data = jsonrpc.dumps({"jsonrpc": "2.0", "method": "m", "params": {"text": "a\nb\r\n\u2028"}})
     assert b"\n" not in data and b"\r" not in data
