@@ -162,7 +162,9 @@ class ToolMention:
 
 
 def sessions_given(events: Sequence[Event]) -> set[str]:
-    """The session ids the agent's results name (``session/new``, ``load``, ``resume``, ``fork``...)."""
+    """The session ids the agent's results name (``session/new``'s and any other result carrying a
+    ``sessionId``; a ``session/load`` names its session in our request, not in its answer, so a
+    test that loads passes that id itself)."""
     out = set()
     for e in events:
         if isinstance(e, Response) and isinstance(e.result, dict):
