@@ -580,9 +580,14 @@ def _reattribute(
 
     Not a violation the connection already showed on valid traffic (``live.baseline``: the same
     result missing the same member): the frame did not provoke that one, it stays its own clause's
-    (one defect, one clause), rather than becoming a second, robustness finding.  Nor one on the
-    answer to a probe of ours (``probe_keys``): a valid request, answered under its own id."""
-    answers = {e.index for e in window if isinstance(e, Response) and id_key(e.id) not in probe_keys}
+    (one defect, one clause), rather than becoming a second, robustness finding.  Likewise a
+    violation on the answer to a probe of ours (``probe_keys``, a valid request) of a clause the
+    connection broke on valid traffic before any example (an id echoed as a string, say): the
+    probe's answer shows that same defect again, not one the frame provoked.  Any other finding on
+    a probe's answer still moves: the frame may have left the peer in a state that broke it."""
+    baseline_clauses = {clause for clause, _ in live.baseline}
+    answers = {e.index for e in window if isinstance(e, Response)}
+    probe_answers = {e.index for e in window if isinstance(e, Response) and id_key(e.id) in probe_keys}
     reg = registry()
     moved = 0
     transcript = live.conn.transcript
@@ -595,6 +600,8 @@ def _reattribute(
             continue  # a frame of the peer's own (an update, a request), not its answer to ours
         if (v.clause_id, v.message) in live.baseline:
             continue  # shown on valid traffic already: not provoked by this frame
+        if v.index in probe_answers and v.clause_id in baseline_clauses:
+            continue  # the answer to our valid probe, with a defect shown before any example
         new = Violation(
             "jsonrpc.survives-invalid-input",
             f"[{v.clause_id}] {v.message}, answering a frame {why}",

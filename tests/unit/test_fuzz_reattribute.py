@@ -48,15 +48,21 @@ def test_a_violation_already_shown_on_valid_traffic_stays_its_own_clause() -> No
     assert [x.clause_id for x in transcript.violations] == ["schema.valid"]
 
 
-def test_a_violation_on_the_answer_to_a_probe_of_ours_stays_its_own_clause() -> None:
-    """The probes behind an example are valid requests: what their answers break (an id echoed as
-    a string) is not provoked by the frame, and stays on its own clause."""
-    live, transcript = _live(frozenset())
+def test_a_defect_shown_before_any_example_stays_its_own_clause_on_a_probes_answer() -> None:
+    """The probes behind an example are valid requests: their answers showing a defect the
+    connection already showed on valid traffic (an id echoed as a string) keep its clause; a new
+    kind of finding on them may be the frame's doing, and moves as before."""
     probe = Response(id=8, result={}, method="_acp_conformance/fuzz_probe", index=4)
-    v = Violation("jsonrpc.response-id-echo", "response to id '8' answers our request 8", "error", b"{}", 4)
-    transcript.violation(v)
     why = "that is not a valid ACP message (deep-nesting)"
-    _reattribute(live, _frame(), [v, probe], why, {jsonrpc.id_key(8)})
-    assert [x.clause_id for x in transcript.violations] == ["jsonrpc.response-id-echo"]
-    _reattribute(live, _frame(), [v, probe], why)  # not a probe: the frame's own answer
-    assert [x.clause_id for x in transcript.violations] == ["jsonrpc.survives-invalid-input"]
+    shown = frozenset({("jsonrpc.response-id-echo", "response to id '0' answers our request 0 (initialize)")})
+    for baseline, probes, moved in (
+        (shown, {jsonrpc.id_key(8)}, False),  # the same defect, on our probe's answer
+        (frozenset(), {jsonrpc.id_key(8)}, True),  # never shown before: maybe provoked
+        (shown, set(), True),  # not a probe: the frame's own answer
+    ):
+        live, transcript = _live(baseline)
+        v = Violation("jsonrpc.response-id-echo", "response to id '8' answers our request 8", "error", b"{}", 4)
+        transcript.violation(v)
+        _reattribute(live, _frame(), [v, probe], why, probes)
+        want = "jsonrpc.survives-invalid-input" if moved else "jsonrpc.response-id-echo"
+        assert [x.clause_id for x in transcript.violations] == [want], (baseline, probes)
