@@ -12,6 +12,9 @@ answers at once:
   its own, as a fresh session's ``available_commands_update`` may come just after our frame);
 - ``idless``: answers them at once as zed codex-acp 0.16.0 does, with a -32700 error that has no
   ``id`` member (JSON-RPC wants the id, or null where it could not be read) and the line in ``data``;
+- ``stray-idless``: before each *valid* request with an unusual id (a string, a negative number:
+  the odd-ids campaign's), writes an error without an id, as a late answer to something earlier
+  would come, and serves the request 0.3 s later: that error is no answer to the frame;
 - ``slow``: answers them 1.5 s late, saying meanwhile, in an extension notification every 0.3 s
   (a client ignores what it does not know, extensibility.mdx), that it is working: a slow peer,
   not a deaf one.
@@ -84,6 +87,30 @@ class _IdlessPeer(AgentPeer):
             await self.send_raw(orjson.dumps({"jsonrpc": "2.0", "error": error}) + b"\n")
 
 
+def unusual_id(ev: Event) -> bool:
+    """A request under an id our harness never uses (a string, a negative number)."""
+    return isinstance(ev, Request) and (isinstance(ev.id, str) or (isinstance(ev.id, int) and ev.id < 0))
+
+
+class _StrayIdlessPeer(AgentPeer):
+    pause = 0.3
+
+    def _dispatch(self, events: list[Event]) -> None:
+        held = [e for e in events if unusual_id(e) and not lone_surrogates(e.raw)]
+        if held:
+            self.start_soon(self._stray_then_serve, held)
+            events = [e for e in events if e not in held]
+        super()._dispatch(events)
+
+    async def _stray_then_serve(self, events: list[Event]) -> None:
+        error = {"code": -32603, "message": "a late error for something earlier"}
+        with contextlib.suppress(PeerExited):
+            await self.send_raw(orjson.dumps({"jsonrpc": "2.0", "error": error}) + b"\n")
+            # The agent's own pace: the answer comes after the stray error, not with it.
+            await anyio.sleep(self.pause)
+            super()._dispatch(events)
+
+
 class _SlowPeer(AgentPeer):
     beats = 5
     beat = 0.3
@@ -116,6 +143,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "silent": _agent(_SilentPeer),
     "aside": _agent(_AsidePeer),
     "idless": _agent(_IdlessPeer),
+    "stray-idless": _agent(_StrayIdlessPeer),
     "slow": _agent(_SlowPeer),
 }
 
