@@ -503,10 +503,11 @@ class FrameFuzzer(ABC):
                     # A valid request unanswered (the example's finding is its FAIL): a miss for the
                     # run's campaigns (``DeadlineMemory``: a search's misses gate no scripted test).
                     peer.deadlines.missed(frame.method, peer.where or "an earlier test", search=True)
-                if tracked and (short is not None or waited is None) and peer.conn.is_outstanding(rid):
-                    # The wait ended before its answer (the patience, or an error without an id taken
-                    # as the peer's rejection): the answer may still come, and is then no answer "to
-                    # nothing" (the example has judged what came in its window).
+                if tracked and peer.conn.is_outstanding(rid):
+                    # The wait ended before its answer (the patience, the deadline, or an error
+                    # without an id taken as the peer's rejection): the answer may still come, and is
+                    # then no answer "to nothing" (the example has judged what came in its window:
+                    # a valid request past its deadline is jsonrpc.every-request-answered's, once).
                     peer.conn.allow_unpaired(rid)
             for _ in range(2):
                 # Never under the frame's own id: its answer would be taken for the probe's.

@@ -73,3 +73,14 @@ def test_an_error_without_an_id_after_a_valid_frame_does_not_end_its_wait(tmp_pa
     assert statuses["jsonrpc.every-request-answered"] == "PASS", run.stdout[-3000:]
     # For a frame the spec forbids us to send it may end the wait (a robustness finding then).
     assert statuses["jsonrpc.response-id-echo"] == "PASS", run.messages("jsonrpc.response-id-echo")
+
+
+def test_an_answer_after_the_deadline_is_no_second_finding(tmp_path: Path) -> None:
+    """A valid odd-id request answered 1.5 s late, past a 1 s deadline: jsonrpc.every-request-answered
+    FAILs once; the late answer, when it comes, is no "response to an id that matches no request"
+    (jsonrpc.response-id-echo) on top."""
+    odd_ids = ("-k", "test_fuzz_odd_ids", "--acp-fuzz-seconds=600", "--acp-fuzz-shrink-seconds=2")
+    run = run_suite(f"{PY} {AGENTS} late", tmp_path, *odd_ids, "--acp-timeout=1", "--acp-fuzz-patience=1")
+    statuses = run.statuses()
+    assert statuses["jsonrpc.every-request-answered"] == "FAIL", run.stdout[-3000:]
+    assert statuses["jsonrpc.response-id-echo"] == "PASS", run.messages("jsonrpc.response-id-echo")

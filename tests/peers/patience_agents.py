@@ -12,9 +12,10 @@ answers at once:
   its own, as a fresh session's ``available_commands_update`` may come just after our frame);
 - ``idless``: answers them at once as zed codex-acp 0.16.0 does, with a -32700 error that has no
   ``id`` member (JSON-RPC wants the id, or null where it could not be read) and the line in ``data``;
-- ``stray-idless``: before each *valid* request with an unusual id (a string, a negative number:
+- ``stray-idless``: before each request it can parse with an unusual id (a string, a negative number:
   the odd-ids campaign's), writes an error without an id, as a late answer to something earlier
   would come, and serves the request 0.3 s later: that error is no answer to the frame;
+- ``late``: serves each request with an unusual id 1.5 s late (past a 1 s ``--acp-timeout``);
 - ``slow``: answers them 1.5 s late, saying meanwhile, in an extension notification every 0.3 s
   (a client ignores what it does not know, extensibility.mdx), that it is working: a slow peer,
   not a deaf one.
@@ -111,6 +112,22 @@ class _StrayIdlessPeer(AgentPeer):
             super()._dispatch(events)
 
 
+class _LatePeer(AgentPeer):
+    delay = 1.5
+
+    def _dispatch(self, events: list[Event]) -> None:
+        late = [e for e in events if unusual_id(e) and not lone_surrogates(e.raw)]
+        if late:
+            self.start_soon(self._serve_late, late)
+            events = [e for e in events if e not in late]
+        super()._dispatch(events)
+
+    async def _serve_late(self, events: list[Event]) -> None:
+        with contextlib.suppress(PeerExited):
+            await anyio.sleep(self.delay)  # the agent's own pace: an answer past the deadline
+            super()._dispatch(events)
+
+
 class _SlowPeer(AgentPeer):
     beats = 5
     beat = 0.3
@@ -144,6 +161,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "aside": _agent(_AsidePeer),
     "idless": _agent(_IdlessPeer),
     "stray-idless": _agent(_StrayIdlessPeer),
+    "late": _agent(_LatePeer),
     "slow": _agent(_SlowPeer),
 }
 
