@@ -93,59 +93,64 @@ def unusual_id(ev: Event) -> bool:
     return isinstance(ev, Request) and (isinstance(ev.id, str) or (isinstance(ev.id, int) and ev.id < 0))
 
 
-class _StrayIdlessPeer(AgentPeer):
-    pause = 0.3
+class _HoldingPeer(AgentPeer):
+    """Serves the requests ``holds`` picks only once ``before_serving`` returns (in a task of its
+    own: the reader goes on), the others at once."""
+
+    def holds(self, ev: Event) -> bool:
+        raise NotImplementedError
+
+    async def before_serving(self) -> None:
+        raise NotImplementedError
 
     def _dispatch(self, events: list[Event]) -> None:
-        held = [e for e in events if unusual_id(e) and not lone_surrogates(e.raw)]
+        held = [e for e in events if self.holds(e)]
         if held:
-            self.start_soon(self._stray_then_serve, held)
+            self.start_soon(self._serve_later, held)
             events = [e for e in events if e not in held]
         super()._dispatch(events)
 
-    async def _stray_then_serve(self, events: list[Event]) -> None:
-        error = {"code": -32603, "message": "a late error for something earlier"}
+    async def _serve_later(self, events: list[Event]) -> None:
         with contextlib.suppress(PeerExited):
-            await self.send_raw(orjson.dumps({"jsonrpc": "2.0", "error": error}) + b"\n")
-            # The agent's own pace: the answer comes after the stray error, not with it.
-            await anyio.sleep(self.pause)
+            await self.before_serving()
             super()._dispatch(events)
 
 
-class _LatePeer(AgentPeer):
+class _StrayIdlessPeer(_HoldingPeer):
+    pause = 0.3
+
+    def holds(self, ev: Event) -> bool:
+        return unusual_id(ev) and not lone_surrogates(ev.raw)
+
+    async def before_serving(self) -> None:
+        error = {"code": -32603, "message": "a late error for something earlier"}
+        await self.send_raw(orjson.dumps({"jsonrpc": "2.0", "error": error}) + b"\n")
+        # The agent's own pace: the answer comes after the stray error, not with it.
+        await anyio.sleep(self.pause)
+
+
+class _LatePeer(_HoldingPeer):
     delay = 1.5
 
-    def _dispatch(self, events: list[Event]) -> None:
-        late = [e for e in events if unusual_id(e) and not lone_surrogates(e.raw)]
-        if late:
-            self.start_soon(self._serve_late, late)
-            events = [e for e in events if e not in late]
-        super()._dispatch(events)
+    def holds(self, ev: Event) -> bool:
+        return unusual_id(ev) and not lone_surrogates(ev.raw)
 
-    async def _serve_late(self, events: list[Event]) -> None:
-        with contextlib.suppress(PeerExited):
-            await anyio.sleep(self.delay)  # the agent's own pace: an answer past the deadline
-            super()._dispatch(events)
+    async def before_serving(self) -> None:
+        await anyio.sleep(self.delay)  # the agent's own pace: an answer past the deadline
 
 
-class _SlowPeer(AgentPeer):
+class _SlowPeer(_HoldingPeer):
     beats = 5
     beat = 0.3
 
-    def _dispatch(self, events: list[Event]) -> None:
-        slow = [e for e in events if isinstance(e, Request) and lone_surrogates(e.raw)]
-        if slow:
-            self.start_soon(self._work_on, slow)
-            events = [e for e in events if e not in slow]
-        super()._dispatch(events)
+    def holds(self, ev: Event) -> bool:
+        return isinstance(ev, Request) and lone_surrogates(ev.raw)
 
-    async def _work_on(self, events: list[Event]) -> None:
-        with contextlib.suppress(PeerExited):
-            for _ in range(self.beats):
-                # The agent's own pace (a slow parser, a busy loop), not a synchronisation.
-                await anyio.sleep(self.beat)
-                await self.notify("_mock_agent/working", {})
-            super()._dispatch(events)
+    async def before_serving(self) -> None:
+        for _ in range(self.beats):
+            # The agent's own pace (a slow parser, a busy loop), not a synchronisation.
+            await anyio.sleep(self.beat)
+            await self.notify("_mock_agent/working", {})
 
 
 def _agent(peer_cls: type[AgentPeer]) -> type[MockAgent]:
