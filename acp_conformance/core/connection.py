@@ -251,11 +251,12 @@ class Connection:
         is_error = "error" in msg and "result" not in msg
         method: str | None = None
         duplicate = False
-        near = None if key in self._outgoing or key in self._unpaired else _near_key(rid, self._outgoing)
         if key in self._outgoing:
             method = self._outgoing.pop(key)[1]
             self._answered[key] = method
-        elif near is not None:
+        elif key in self._unpaired:
+            pass  # an answer to a frame we wrote raw: whoever sent it judges it
+        elif (near := _near_key(rid, self._outgoing)) is not None:
             # "0" for our 0 (or 5 for our "5"): the classic echo bug.  It is one breach, of the
             # echo clause, and this is the answer to that request: paired, so the request is not
             # also charged as unanswered (and waited for until its deadline).  The event carries
@@ -271,8 +272,6 @@ class Connection:
                 )
             )
             rid = sent
-        elif key in self._unpaired:
-            pass  # an answer to a frame we wrote raw: whoever sent it judges it
         elif key in self._answered:
             method = self._answered[key]
             duplicate = True
@@ -289,8 +288,7 @@ class Connection:
             out.append(
                 Violation(
                     "jsonrpc.response-id-echo",
-                    f"response to id {rid!r}, which matches no request we sent"
-                    + _near_miss(rid, self._outgoing, self._answered),
+                    f"response to id {rid!r}, which matches no request we sent" + _near_miss(rid, self._answered),
                     raw=data[:200],
                     index=index,
                 )
@@ -421,13 +419,11 @@ def _near_key(rid: Any, table: dict[tuple[str, Any], Any]) -> tuple[str, Any] | 
     return k if k in table else None
 
 
-def _near_miss(rid: Any, outgoing: dict[tuple[str, Any], Any], answered: dict[tuple[str, Any], Any]) -> str:
-    """Explain the classic bug of echoing ``"1"`` for ``1`` (for an answer paired with nothing)."""
-    for table in (outgoing, answered):
-        k = _near_key(rid, table)
-        if k is not None:
-            return f" (we sent {k[1]!r}: the id must keep its JSON type)"
-    return ""
+def _near_miss(rid: Any, answered: dict[tuple[str, Any], Any]) -> str:
+    """Explain the classic bug of echoing ``"1"`` for ``1`` for an answer paired with nothing: the
+    request it misspells was answered already (one still outstanding is paired, ``_on_response``)."""
+    k = _near_key(rid, answered)
+    return "" if k is None else f" (we sent {k[1]!r}: the id must keep its JSON type)"
 
 
 class AnsweringConnection(Connection):
