@@ -89,8 +89,9 @@ class _IdlessPeer(AgentPeer):
 
 
 def unusual_id(ev: Event) -> bool:
-    """A request under an id our harness never uses (a string, a negative number)."""
-    return isinstance(ev, Request) and (isinstance(ev.id, str) or (isinstance(ev.id, int) and ev.id < 0))
+    """A request we can parse under an id our harness never uses (a string, a negative number)."""
+    unusual = isinstance(ev, Request) and (isinstance(ev.id, str) or (isinstance(ev.id, int) and ev.id < 0))
+    return unusual and not lone_surrogates(ev.raw)
 
 
 class _HoldingPeer(AgentPeer):
@@ -120,7 +121,7 @@ class _StrayIdlessPeer(_HoldingPeer):
     pause = 0.3
 
     def holds(self, ev: Event) -> bool:
-        return unusual_id(ev) and not lone_surrogates(ev.raw)
+        return unusual_id(ev)
 
     async def before_serving(self) -> None:
         error = {"code": -32603, "message": "a late error for something earlier"}
@@ -133,7 +134,7 @@ class _LatePeer(_HoldingPeer):
     delay = 1.5
 
     def holds(self, ev: Event) -> bool:
-        return unusual_id(ev) and not lone_surrogates(ev.raw)
+        return unusual_id(ev)
 
     async def before_serving(self) -> None:
         await anyio.sleep(self.delay)  # the agent's own pace: an answer past the deadline
