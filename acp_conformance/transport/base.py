@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from typing import Protocol
 
-__all__ = ["Transport"]
+__all__ = ["PIPE_READ_SIZE", "Transport", "limit_pipe_reads"]
+
+#: The most one read of a pipe asks for: a Linux pipe holds 64 KiB, so asking more gains nothing,
+#: and asyncio's 256 KiB costs three system calls more per read.  A buffer that large is past
+#: glibc's mmap threshold: mapped before the read, shrunk to the few bytes read (``mremap``),
+#: unmapped when freed, and the smaller chunk freed never raises the threshold, so every read
+#: of a small frame paid it (bench/README.md).
+PIPE_READ_SIZE = 64 * 1024
+
+
+def limit_pipe_reads(pipe: object) -> None:
+    """Make an asyncio read-pipe transport read at most ``PIPE_READ_SIZE`` at a time (its
+    ``max_size``; anything without one is left as it is)."""
+    if pipe is not None and isinstance(getattr(pipe, "max_size", None), int):
+        pipe.max_size = PIPE_READ_SIZE  # type: ignore[attr-defined]
 
 
 class Transport(Protocol):

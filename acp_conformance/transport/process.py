@@ -77,6 +77,7 @@ from acp_conformance._proctree import (
 from acp_conformance._util import single_exception
 from acp_conformance.errors import ConfigurationError, PeerExited
 from acp_conformance.redaction import redactor, register_secrets
+from acp_conformance.transport.base import limit_pipe_reads
 
 
 async def any_readable(fds: list[int]) -> None:
@@ -109,6 +110,34 @@ def parse_command(command: str | list[str]) -> list[str]:
     if not argv:
         raise ConfigurationError("the peer command is empty")
     return argv
+
+
+def _deliver_output_at_once(process: anyio.abc.Process) -> None:
+    """Hand the child's output to its stream reader in the loop pass that read it.
+
+    asyncio's subprocess transport defers every chunk read from the child's pipes to the next
+    pass of the event loop (``call_soon``), in case its protocol is not connected yet: a whole
+    extra pass per received frame, a quarter of a prompt round trip's (bench/README.md).  Once
+    connected (no calls pending) the protocol only appends to the reader's buffer, which is safe
+    to do at once; before that, and for the pipes' end, asyncio's own path.  Without the private
+    attributes (another backend or Python), nothing changes.
+    """
+    sub = getattr(getattr(process, "_process", None), "_transport", None)
+    protocol = getattr(sub, "_protocol", None)
+    get_pipe = getattr(sub, "get_pipe_transport", None)
+    if get_pipe is not None:
+        for fd in (1, 2):
+            limit_pipe_reads(get_pipe(fd))
+    if sub is None or protocol is None or not hasattr(sub, "_pending_calls") or not hasattr(sub, "_call"):
+        return
+
+    def pipe_data_received(fd: int, data: bytes) -> None:
+        if sub._pending_calls is None:
+            protocol.pipe_data_received(fd, data)
+        else:
+            sub._call(protocol.pipe_data_received, fd, data)
+
+    sub._pipe_data_received = pipe_data_received
 
 
 # -------------------------------------------------------- spawn bookkeeping
@@ -219,6 +248,7 @@ class ProcessTransport:
         self._redact = redactor()
         self._stdout = process.stdout
         self._stdin = process.stdin
+        _deliver_output_at_once(process)
         # The asyncio writer under anyio's wrapper, when it has one (see ``send``).
         writer = getattr(process.stdin, "_stream", None)
         self._writer: asyncio.StreamWriter | None = writer if isinstance(writer, asyncio.StreamWriter) else None

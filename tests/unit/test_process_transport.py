@@ -16,6 +16,7 @@ import pytest
 
 from acp_conformance.errors import ConfigurationError, PeerExited
 from acp_conformance.transport import ProcessTransport, process, spawn
+from acp_conformance.transport.base import PIPE_READ_SIZE
 from acp_conformance.transport.process import SPAWN_TAG_VAR, STDERR_LINE_CAP, descendants, parse_command
 
 pytestmark = [
@@ -136,6 +137,22 @@ async def test_echo_round_trip_and_clean_exit() -> None:
             with pytest.raises(PeerExited):
                 await tr.send(b"{}\n")
         assert tr.returncode == 0
+
+
+async def test_output_reaches_the_reader_in_the_pass_that_read_it() -> None:
+    """asyncio's subprocess transport defers each chunk of the child's output to the next loop
+    pass, and reads 256 KiB at a time (three system calls more per small frame): the chunk is
+    in the reader's buffer as soon as the pipe's read callback ran, and reads ask 64 KiB."""
+    with anyio.fail_after(10):
+        async with spawn([PY, "-c", ECHO]) as tr:
+            sub = tr.process._process._transport  # type: ignore[attr-defined]
+            stream = tr.process.stdout._stream  # type: ignore[union-attr]
+            assert sub.get_pipe_transport(1).max_size == PIPE_READ_SIZE
+            sub._pipe_data_received(1, b"now\n")
+            assert bytes(stream._buffer) == b"now\n"  # not one pass later
+            assert await tr.receive() == b"now\n"
+            await tr.send(b"echoed\n")
+            assert await read_line(tr) == b"echoed"
 
 
 async def test_a_cancelled_send_writes_nothing() -> None:
