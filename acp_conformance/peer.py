@@ -132,6 +132,9 @@ class Peer:
         self._awaited: dict[tuple[str, Any], list[asyncio.Future[None]]] = {}
         self._stderr_tail = stderr_tail or (lambda: [])
         self._tg: anyio.abc.TaskGroup | None = None
+        #: The loop we run in, looked up once (``__aenter__``): on Python 3.11 each lookup is a
+        #: ``getpid`` system call, and a round trip's wait made two (``_tasks.py``).
+        self._loop: asyncio.AbstractEventLoop | None = None
         #: The tasks answering the peer's requests, one each (``_tasks.py``: lighter than ``_tg``'s).
         self._serving = LightTasks(self._serving_failed)
         #: ``bytes -> bytes`` applied to every outgoing frame (``b""`` drops it):
@@ -162,6 +165,7 @@ class Peer:
 
     # --------------------------------------------------------------- lifecycle
     async def __aenter__(self) -> Peer:
+        self._loop = asyncio.get_running_loop()
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         self._tg.start_soon(self._reader)
@@ -217,19 +221,14 @@ class Peer:
 
     # ----------------------------------------------------------------- reading
     async def _reader(self) -> None:
-        while True:
-            data = await self.transport.receive()
-            if not data:
-                break
-            self._dispatch(self.conn.receive_data(data))
-            while self._busy >= self.max_inflight:
-                # Backpressure: the peer's pipe fills up and holds it back.  The handlers
-                # holding the slots are working or waiting for the peer to read our answers;
-                # none waits for a frame of the peer (those gave up their slot).
-                self._reading_paused = True
-                self._slot_freed = self._slot_freed or anyio.Event()
-                await self._slot_freed.wait()
-            self._reading_paused = False
+        pump_into = getattr(self.transport, "pump_into", None)
+        if pump_into is not None:
+            # Chunks handled in the loop pass that read them (``StdioTransport.pump_into``).
+            await pump_into(self._received, self._until_slot_free)
+        else:
+            while data := await self.transport.receive():
+                if not self._received(data):
+                    await self._until_slot_free()
         self._dispatch(self.conn.receive_eof())
         self.transcript.note("peer closed its output (EOF)")
         self.closed.set()
@@ -238,6 +237,21 @@ class Peer:
                 _wake(waiter)
         self._awaited.clear()
         self._notify()
+
+    def _received(self, data: bytes) -> bool:
+        """Handle a chunk of the peer's output; False when reading must wait for a free slot."""
+        self._dispatch(self.conn.receive_data(data))
+        return self._busy < self.max_inflight
+
+    async def _until_slot_free(self) -> None:
+        """Backpressure: the peer's pipe fills up and holds it back.  The handlers holding the
+        slots are working or waiting for the peer to read our answers; none waits for a frame of
+        the peer (those gave up their slot)."""
+        while self._busy >= self.max_inflight:
+            self._reading_paused = True
+            self._slot_freed = self._slot_freed or anyio.Event()
+            await self._slot_freed.wait()
+        self._reading_paused = False
 
     def _notify(self) -> None:
         # The event exists only while someone waits: most frames (a stream of updates)
@@ -508,7 +522,7 @@ class Peer:
         key = jsonrpc.id_key(rid)
         limit = self.timeout if timeout is None else timeout
         self._leave_slot()
-        loop = asyncio.get_running_loop()
+        loop = self._loop or asyncio.get_running_loop()
         deadline = loop.time() + limit
         while True:
             resp = self._responses.get(key)
@@ -540,7 +554,7 @@ class Peer:
         A future of this waiter's own and a timer: a round trip's wait, without the cancel scope
         and event a deadline would cost on every request (``_tasks.py`` says why that counts).
         Its own, so that cancelling one waiter never wakes another waiting for the same id."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop or asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
         waiters = self._awaited.setdefault(key, [])
         waiters.append(waiter)

@@ -28,6 +28,9 @@ class Transport(Protocol):
     raises ``PeerExited`` when the peer no longer reads.  ``close_output``
     closes our direction only (stdin EOF for a process), ``aclose`` tears
     everything down and must be safe to call twice.
+
+    A transport may also offer ``pump_into(sink, ready)`` (``StdioTransport``): it then hands
+    each chunk to ``sink`` as it is read, instead of being pulled with ``receive``.
     """
 
     async def send(self, data: bytes) -> None: ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -10,6 +11,7 @@ from typing import BinaryIO, cast
 import anyio
 import pytest
 
+from acp_conformance.transport.base import PIPE_READ_SIZE
 from acp_conformance.transport.stdio import StdioTransport
 
 pytestmark = pytest.mark.anyio
@@ -68,3 +70,88 @@ async def test_first_send_and_first_receive_at_once_lose_nothing(
         assert drain.read(6) == b"hello\n"
         feed.write(b"next\n")
         assert await transport.receive() == b"next\n"
+
+
+async def test_pump_hands_each_chunk_over_in_the_pass_that_read_it(
+    pipes: tuple[StdioTransport, BinaryIO, BinaryIO],
+) -> None:
+    """The sink runs inside the pipe's read callback (no task is current), in order, up to EOF;
+    a chunk read before the pump began comes first."""
+    transport, feed, _ = pipes
+    feed.write(b"early\n")
+    assert await transport.receive() == b"early\n"  # attaches the pipe, pull mode
+    feed.write(b"before\n")
+    reader = transport._reader
+    assert reader is not None
+    with anyio.fail_after(5):
+        while not reader.chunks:  # read (into the buffer) before the pump begins
+            await anyio.sleep(0)
+    got: list[tuple[bytes, bool]] = []
+    done = anyio.Event()
+
+    def sink(data: bytes) -> bool:
+        got.append((data, asyncio.current_task() is None))
+        if data.endswith(b"last\n"):
+            done.set()
+        return True
+
+    async def never() -> None:
+        raise AssertionError("not paused")
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(transport.pump_into, sink, never)
+            await anyio.wait_all_tasks_blocked()
+            feed.write(b"last\n")
+            await done.wait()
+            feed.close()  # EOF: the pump returns
+    assert [d for d, _ in got] == [b"before\n", b"last\n"]
+    assert got[1][1], "the chunk read while pumping was handled outside any task"
+
+
+async def test_pump_stops_reading_until_ready_and_raises_what_the_sink_raised(
+    pipes: tuple[StdioTransport, BinaryIO, BinaryIO],
+) -> None:
+    transport, feed, _ = pipes
+    got: list[bytes] = []
+    readies = 0
+    go_on = anyio.Event()
+
+    def sink(data: bytes) -> bool:
+        got.append(data)
+        if data == b"boom\n":
+            raise ValueError("the sink failed")
+        return data != b"full\n"
+
+    async def ready() -> None:
+        nonlocal readies
+        readies += 1
+        await go_on.wait()
+
+    with anyio.fail_after(5), pytest.raises(ExceptionGroup) as failed:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(transport.pump_into, sink, ready)
+            await anyio.wait_all_tasks_blocked()
+            feed.write(b"full\n")
+            await anyio.wait_all_tasks_blocked()
+            feed.write(b"held\n")  # not read while the sink is full
+            await anyio.wait_all_tasks_blocked()
+            assert (got, readies) == ([b"full\n"], 1)
+            go_on.set()
+            await anyio.wait_all_tasks_blocked()
+            assert got == [b"full\n", b"held\n"]
+            feed.write(b"boom\n")
+    assert failed.group_contains(ValueError, match="the sink failed")
+    assert got[-1] == b"boom\n"
+
+
+async def test_stdin_is_read_at_most_a_pipe_at_a_time(pipes: tuple[StdioTransport, BinaryIO, BinaryIO]) -> None:
+    """asyncio asks 256 KiB per read, past glibc's mmap threshold: three system calls more for
+    every small frame (``transport.base.PIPE_READ_SIZE``)."""
+    transport, feed, _ = pipes
+    feed.write(b"x\n")
+    with anyio.fail_after(5):
+        assert await transport.receive() == b"x\n"
+    reader = transport._reader
+    assert reader is not None and reader.pipe is not None
+    assert getattr(reader.pipe, "max_size", None) == PIPE_READ_SIZE
