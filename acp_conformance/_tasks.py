@@ -26,7 +26,7 @@ __all__ = ["LightTasks"]
 class LightTasks:
     """Native asyncio tasks with anyio's cancellation semantics, owned by one object."""
 
-    __slots__ = ("_closing", "_on_error", "_scopes", "error")
+    __slots__ = ("_closing", "_loop", "_on_error", "_scope_type", "_scopes", "error")
 
     def __init__(self, on_error: Callable[[BaseException], None]) -> None:
         self._on_error = on_error
@@ -35,17 +35,31 @@ class LightTasks:
         self._closing = False
         #: The first exception a task let escape (``on_error`` was called with it).
         self.error: BaseException | None = None
+        # The loop and anyio's cancel scope class, looked up once: on Python 3.11 every
+        # ``get_running_loop`` (``current_task`` and anyio's backend lookup make one each) is a
+        # ``getpid`` system call, and a request's task made four (bench/README.md).
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._scope_type: Callable[[], anyio.CancelScope] | None = None
 
     def start(self, fn: Callable[..., Coroutine[Any, Any, Any]], *args: Any) -> None:
         """Run ``fn(*args)`` in a task of its own (the caller's context is copied, as always)."""
-        task = asyncio.get_running_loop().create_task(self._run(fn, args))
+        loop = self._loop
+        if loop is None:
+            loop = self._loop = asyncio.get_running_loop()
+        cell: list[asyncio.Task[None]] = []  # the task, for itself (it starts after this returns)
+        task = loop.create_task(self._run(fn, args, cell))
+        cell.append(task)
         self._scopes[task] = None
 
-    async def _run(self, fn: Callable[..., Coroutine[Any, Any, Any]], args: tuple[Any, ...]) -> None:
-        task = asyncio.current_task()
-        assert task is not None
+    async def _run(
+        self, fn: Callable[..., Coroutine[Any, Any, Any]], args: tuple[Any, ...], cell: list[asyncio.Task[None]]
+    ) -> None:
+        task = cell[0]
+        make_scope = self._scope_type
+        if make_scope is None:
+            make_scope = self._scope_type = type(anyio.CancelScope())
         try:
-            with anyio.CancelScope() as scope:
+            with make_scope() as scope:
                 self._scopes[task] = scope
                 if self._closing:
                     scope.cancel()
@@ -68,3 +82,4 @@ class LightTasks:
                     if scope is not None:
                         scope.cancel()
                 await asyncio.wait(list(self._scopes))
+        self._loop = None

@@ -2,8 +2,10 @@
 up at most one writer.
 
 The common case is a fast path: nothing queued ahead, so the frame goes straight to the
-transport under the send lock (``fast_acquire``: an uncontended acquire does not yield to the
-event loop, the largest single cost of a streamed update; the fast path yields on its own every
+transport under the send lock (an asyncio lock: a free one is taken without yielding to the
+event loop, the largest single cost of a streamed update, and without anyio's owner
+bookkeeping, whose ``current_task`` is a ``getpid`` system call on Python 3.11 each time it is
+taken and each time it is released; the fast path yields on its own every
 ``YIELD_EVERY`` frames instead, so a turn that only streams still lets a ``session/cancel`` be
 read).  When a write is in progress (the peer's input pipe is full, say), later frames queue in
 a byte-bounded outbox that one writer task drains in batches.  A handler's answer may return
@@ -13,6 +15,7 @@ read (see ``peer.py``); everything else returns once its bytes are on the wire.
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
 
@@ -38,7 +41,7 @@ class Outbox:
         self._send = send
         self.budget = budget
         #: Held while bytes go to the transport; a frame written under it is never interleaved.
-        self.lock = anyio.Lock(fast_acquire=True)
+        self.lock = asyncio.Lock()
         self._fast_writes = 0
         self._frames: deque[bytes] = deque()
         #: Bytes queued and not yet written.
@@ -56,10 +59,9 @@ class Outbox:
         transport is gone."""
         if not self._frames and not self.lock.locked():
             # The fast path: if the pipe is full this blocks one writer (holding the lock);
-            # everyone after it goes through the outbox.  The lock is free (just checked, no
-            # await since): taken without ``async with``'s cancellation check, which ``send``
-            # makes anyway at its first await.
-            self.lock.acquire_nowait()
+            # everyone after it goes through the outbox.  The lock is free (just checked): its
+            # acquire returns at once, without a pass of the event loop.
+            await self.lock.acquire()
             try:
                 await self._send(data)
             finally:
