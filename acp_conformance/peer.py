@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,8 @@ __all__ = ["MAX_INFLIGHT", "NO_ANSWER", "OUTBOX_BUDGET", "DeadlineMemory", "Hand
 #: Inbound requests handled at once (not counting handlers waiting on the peer); at this
 #: many the reader stops reading.  Far above what any legitimate peer has in flight.
 MAX_INFLIGHT = 256
+#: Responses matching no request of ours remembered (``Peer.strays_since``): the newest.
+STRAYS_KEPT = 64
 
 
 class _Slot:
@@ -127,6 +130,9 @@ class Peer:
         #: that the peer had read a request it never answered (``_answered_after``).
         self._sent_seq: dict[tuple[str, Any], int] = {}
         self._sent_count = 0
+        #: Responses whose id matched no request of ours (``Response.stray``): how many requests
+        #: we had sent when each came, and its id (``strays_since``).
+        self._strays: deque[tuple[int, Any]] = deque(maxlen=STRAYS_KEPT)
         #: The waiters for each response (``_answer_or``), woken when it (or EOF) arrives, so a
         #: waiter is not woken by every frame of a long stream of updates.
         self._awaited: dict[tuple[str, Any], list[asyncio.Future[None]]] = {}
@@ -196,6 +202,7 @@ class Peer:
         self.transcript, self.events = transcript, EventLog.of(seed)
         self.handlers, self.default_handler, self.listeners, self._watchers = {}, None, [], []
         self._responses, self._sent_seq, self._sent_count = {}, {}, 0
+        self._strays.clear()
         self.wire_filter, self.tainted, self._unterminated_noted, self.searching = None, "", 0, False
         self.conn.begin_lease()
 
@@ -308,6 +315,8 @@ class Peer:
                 for listener in list(self.listeners):
                     listener(ev)
             elif not ev.duplicate:  # the first answer is the answer; a second is only evidence
+                if ev.stray:
+                    self._strays.append((self._sent_count, ev.id))
                 key = jsonrpc.id_key(ev.id)
                 self._responses[key] = ev
                 for waiter in self._awaited.pop(key, ()):
@@ -544,7 +553,15 @@ class Peer:
             await self._answer_or(key, left)
         msg = f"no response to {method} (id {rid!r}) within {limit:g} s{self._stall()}"
         self.note_unterminated()
-        if flag:
+        strays = self.strays_since(rid)
+        if strays:
+            # It may have answered under the wrong id: one breach, of the echo clause (already
+            # flagged on that response), not also a request left unanswered, nor a deadline missed.
+            msg += (
+                f"; a response under id {strays[0]!r}, which matches no request we sent, came meanwhile: "
+                "perhaps its answer under the wrong id (jsonrpc.response-id-echo), so no answer is not proven"
+            )
+        elif flag:
             self._missed(method, msg, limit)
         raise PeerTimeout(msg, self.stderr_tail())
 
@@ -567,6 +584,19 @@ class Peer:
                 waiters.remove(waiter)
                 if not waiters:
                     self._awaited.pop(key, None)
+
+    def strays_since(self, rid: Any) -> list[Any]:
+        """The ids of responses matching no request of ours that came after we sent ``rid``.
+
+        The one rule for a request of ours left without an answer under its own id while such a
+        response came: that response may be its answer under the wrong id, a breach of
+        ``jsonrpc.response-id-echo`` the connection has flagged on it; that the request went
+        unanswered is then not proven (no ``jsonrpc.every-request-answered`` finding).  Pairing
+        the two is not proven either, so nothing else is taken from that response."""
+        seq = self._sent_seq.get(jsonrpc.id_key(rid))
+        if seq is None:
+            return []
+        return [sid for sent, sid in self._strays if sent >= seq]
 
     def _answered_after(self, key: tuple[str, Any]) -> str | None:
         """A request of ours sent after ``key`` that the peer answered (``"id N"``), or None.

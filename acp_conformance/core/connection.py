@@ -250,7 +250,7 @@ class Connection:
         key = jsonrpc.id_key(rid)
         is_error = "error" in msg and "result" not in msg
         method: str | None = None
-        duplicate = False
+        duplicate = stray = False
         if key in self._outgoing:
             method = self._outgoing.pop(key)[1]
             self._answered[key] = method
@@ -285,6 +285,7 @@ class Connection:
             )
         elif not (rid is None and is_error):
             # A null id is legitimate on errors for frames the peer could not parse.
+            stray = True
             out.append(
                 Violation(
                     "jsonrpc.response-id-echo",
@@ -304,6 +305,7 @@ class Connection:
                 raw=data,
                 index=index,
                 message=msg,
+                stray=stray,
             )
         )
         return out

@@ -84,6 +84,10 @@ class Response:
     ``id`` is the id of the request it answers: the peer's own, except when it
     spelled ours with the wrong JSON type (``"0"`` for ``0``), which is flagged
     and paired (``Connection._on_response``); ``message`` keeps its spelling.
+    ``stray``: its id is not null and matches no request we ever sent (nor a frame we
+    wrote raw), the ``jsonrpc.response-id-echo`` violation beside it says so.  While
+    such a response is about, a request of ours left without an answer under its own
+    id may have been answered under the wrong one (``Peer.strays_since``).
     """
 
     id: Any
@@ -95,6 +99,7 @@ class Response:
     raw: bytes = b""
     index: int = -1
     message: Any = None
+    stray: bool = False
 
 
 @dataclass(frozen=True, slots=True)

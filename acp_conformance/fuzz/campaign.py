@@ -177,6 +177,9 @@ class Live:
     #: (clause, message) of the violations the connection showed before any example: the peer's
     #: own defects on valid traffic (a result missing a required member), not provoked by a frame.
     baseline: frozenset[tuple[str, str]] = frozenset()
+    #: How the peer answers its probe under a string id when that differs from the integer id's
+    #: answer ("" when it does not), once asked (``_string_ids_refused``); None: not asked yet.
+    string_ids: str | None = None
 
 
 Judge = Callable[[Frame, Live], Expect]
@@ -560,13 +563,68 @@ class FrameFuzzer(ABC):
         ]
         answers = frame.answers([_paired(e) for e in responses] + (_idless_errors(window) if idless_ok else []))
         found = expect.check(answers)
+        strays = [e.id for e in responses if e.stray]
+        if tracked and not answers and strays:
+            # No answer under its id, but one under an id matching no request came: perhaps this
+            # frame's answer under the wrong id (``Peer.strays_since``), the echo clause's breach
+            # (flagged on that response), not also a request left unanswered.
+            found = [
+                Problem(
+                    "jsonrpc.response-id-echo",
+                    f"no answer under its id; a response under id {strays[0]!r}, which matches no request we "
+                    "sent, came in its window (its answer under another id, perhaps)",
+                )
+                if p.clause == expect.missing_clause
+                else p
+                for p in found
+            ]
         if short is not None:
             found = [self._impatient(p, short) for p in found]
         problems += found
         _excuse(live, frame, window, responses)
         if why is not None:
             _reattribute(live, frame, window, why, probe_keys)
+        if problems and isinstance(rid, str) and (not answers or any("error" in a for a in answers)):
+            refusal = await self._string_ids_refused(live)
+            if refusal:
+                self._note(
+                    f"(fuzz) {frame.describe()}: {problems[0].message}, but the {self.role} refuses string ids "
+                    f"whatever the request ({refusal}): jsonrpc.id-types, judged by its own test, not here"
+                )
+                return []
         return problems
+
+    async def _string_ids_refused(self, live: Live) -> str:
+        """How the peer answers its probe under a string id, when that is an error, or silence,
+        where the probe under an integer id is answered otherwise ("" if not; asked once a
+        connection, once a frame under a string id got an error or no answer).
+
+        A peer that refuses or ignores string ids does so to every frame under one: that is one
+        breach, of ``jsonrpc.id-types`` (its scripted test compares the two ids on one request),
+        not one for each clause whose campaign drew a string id (a ``_meta`` refused, a wrong error
+        code, a request unanswered).  Silence with a response under an id matching nothing we
+        sent is not refusal: the echo clause's breach (``Peer.strays_since``)."""
+        if live.string_ids is None:
+            method, params, validate = live.probe
+            peer = live.conn.peer
+            named_id = "acp-fuzz-id-probe"
+            try:
+                plain = await peer.call(method, params, validate=validate, timeout=self.timeout)
+                await peer.send_request(method, params, validate=validate, id=named_id)
+                named = await peer.wait_response(named_id, method=method, timeout=self.timeout, flag=False)
+            except PeerTimeout as exc:
+                silent = peer.conn.is_outstanding(named_id) and not peer.strays_since(named_id)
+                live.string_ids = f"no answer to its probe {method} ({exc.message})" if silent else ""
+                if peer.conn.is_outstanding(named_id):  # judged here: a late answer is no stray
+                    peer.conn.allow_unpaired(named_id)
+                    peer.conn.forget_outgoing(named_id)
+            except PeerError:
+                live.string_ids = ""
+            else:
+                code = named.error.get("code") if named.is_error and isinstance(named.error, dict) else None
+                same = plain.is_error and isinstance(plain.error, dict) and plain.error.get("code") == code
+                live.string_ids = f"error {code!r} to its probe {method}" if named.is_error and not same else ""
+        return live.string_ids
 
 
 def _reattribute(

@@ -74,10 +74,26 @@ def test_an_id_that_is_no_spelling_of_ours_answers_nothing(sent: object, echoed:
     out = conn.receive_data(result_frame(echoed))
     (resp,) = only(out, Response)
     assert resp.method is None and conn.pending_outgoing == [(sent, "session/prompt")]
+    assert resp.stray  # what Peer.strays_since reads: it may be that request's answer, not provably
     assert [v.clause_id for v in only(out, Violation)] in (
         ["jsonrpc.response-id-echo"],
         ["jsonrpc.id-types", "jsonrpc.response-id-echo"],
     )
+
+
+def test_only_a_response_matching_nothing_we_sent_is_a_stray() -> None:
+    """A null-id error (a line the peer could not read) and the answer to a frame we wrote raw
+    are answers to something; an answer to a request of ours is not a stray either."""
+    conn = Connection(Role.CLIENT)
+    rid, _ = conn.send_request("session/new", {})
+    conn.allow_unpaired("raw-1")
+    null_error = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse"}}) + b"\n"
+    got = [
+        only(conn.receive_data(frame), Response)[0] for frame in (result_frame(rid), result_frame("raw-1"), null_error)
+    ]
+    assert [r.stray for r in got] == [False, False, False]
+    (stray,) = only(conn.receive_data(result_frame(424242)), Response)
+    assert stray.stray and stray.method is None
 
 
 def test_duplicate_response_is_flagged() -> None:

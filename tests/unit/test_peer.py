@@ -133,6 +133,35 @@ async def test_wait_response_deadline_is_a_peer_timeout_and_a_violation() -> Non
             assert [v.clause_id for v in client.violations()] == ["jsonrpc.every-request-answered"]
 
 
+async def test_an_answer_under_an_id_we_never_sent_leaves_the_missing_answer_unproven() -> None:
+    """One breach, of the echo clause: a request without an answer under its id, while a response
+    under an id matching nothing we sent came, is not also charged as unanswered."""
+
+    async def misaddressed(req: Request) -> Any:
+        await agent.send_raw(orjson.dumps({"jsonrpc": "2.0", "id": 424242, "result": {"sessionId": SID}}) + b"\n")
+        return NO_ANSWER
+
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+            agent.handlers["session/new"] = misaddressed
+            earlier = await client.send_request("session/new", NEW_SESSION)
+            with pytest.raises(PeerTimeout):
+                await client.wait_response(earlier, method="session/new", timeout=0.2)
+            rid = await client.send_request("session/new", NEW_SESSION)
+            with pytest.raises(PeerTimeout) as info:
+                await client.wait_response(rid, method="session/new", timeout=0.2)
+            assert "424242" in str(info.value) and "not proven" in str(info.value)
+            assert client.strays_since(rid) == [424242]
+            assert [v.clause_id for v in client.violations()] == ["jsonrpc.response-id-echo"] * 2
+            # A later request with no stray after it is judged unanswered as usual.
+            agent.handlers["session/new"] = lambda req: anyio.sleep_forever()
+            late = await client.send_request("session/new", NEW_SESSION)
+            with pytest.raises(PeerTimeout):
+                await client.wait_response(late, method="session/new", timeout=0.2)
+            assert client.strays_since(late) == []
+            assert client.violations()[-1].clause_id == "jsonrpc.every-request-answered"
+
+
 async def test_peer_eof_while_waiting_is_peer_exited_and_no_finding_by_itself() -> None:
     """A peer that closes its output may never have read our request (it crashed, quit, or
     exited on a defect of its own as our request crossed): the wait ends, nothing is charged."""

@@ -14,6 +14,7 @@ from acp_conformance.core.jsonrpc import ErrorCode, answered_notification_clause
 from acp_conformance.endpoints.client import PermissionPolicy
 from acp_conformance.errors import PeerError, PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.results import Status
 from acp_conformance.suite._support import new_session, not_applicable, run_turn
 from acp_conformance.suite.agent._helpers import PING, describe, error_code, is_prompt_response, wait_prompt_response
 
@@ -88,19 +89,42 @@ async def test_string_and_zero_ids_are_echoed(acp_agent: AgentHarness) -> None:
             "the initialize response to carry id 0",
             f"id {echoed!r}" if zero else "no response matched id 0",
         )
-        try:
-            resp = await conn.peer.call(
-                "session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []}, id="acp-conformance-id-1"
-            )
-            got = repr(resp.id)
-        except PeerError as exc:
-            resp, got = None, f"no answer to the string id ({exc.message})"
-        acp_agent.check(
+        await _string_id_is_accepted(acp_agent, conn)
+
+
+async def _string_id_is_accepted(acp_agent: AgentHarness, conn: Connection) -> None:
+    """``jsonrpc.id-types``: ``session/new`` under a string id fares as it does under an integer.
+
+    The same request goes out first under an integer id, as the baseline: a peer that does not
+    answer ``session/new`` at all breaks what that call judges, not the id types.  The string-id
+    request's silence is judged here, once: no answer at all is this clause's FAIL; no answer
+    under its id while a response under an id matching no request came is the echo clause's
+    breach (``Peer.strays_since``), which leaves this one open."""
+    params = {"cwd": str(conn.sandbox.root), "mcpServers": []}
+    base = await conn.peer.call("session/new", params)
+    rid = "acp-conformance-id-1"
+    try:
+        await conn.peer.send_request("session/new", params, id=rid)
+        resp: Response | None = await conn.peer.wait_response(rid, method="session/new", flag=False)
+        silence = ""
+    except PeerError as exc:
+        resp, silence = None, exc.message
+    if resp is None and (strays := conn.peer.strays_since(rid)):
+        acp_agent.record(
             "jsonrpc.id-types",
-            resp is not None and same_id(resp.id, "acp-conformance-id-1"),
-            'a response to the string id "acp-conformance-id-1"',
-            got,
+            Status.INCONCLUSIVE,
+            f"no answer under the string id {rid!r}; a response under id {strays[0]!r}, which matches no request "
+            "we sent, came meanwhile (jsonrpc.response-id-echo): whether it took the string id cannot be told",
         )
+        return
+    refused = resp is not None and resp.is_error and not base.is_error
+    acp_agent.check(
+        "jsonrpc.id-types",
+        resp is not None and not refused,
+        f"session/new under the string id {rid!r} answered as under an integer id "
+        f"({'an error' if base.is_error else 'a result'})",
+        f"no answer to the string id ({silence})" if resp is None else describe(resp),
+    )
 
 
 @pytest.mark.acp_clause("jsonrpc.every-request-answered", "jsonrpc.no-duplicate-response")

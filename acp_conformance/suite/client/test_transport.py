@@ -77,7 +77,12 @@ async def test_every_agent_request_is_answered_once(acp_client: ClientHarness) -
         for rid in (None, "acp-string-id-1", 424242):
             kind = f"{'string' if isinstance(rid, str) else 'integer'} id {rid if rid is not None else '(ours)'}"
             try:
-                resp = await conn.peer.call("_acp_conformance/unknown_request", {"probe": True}, id=rid)
+                sent = await conn.peer.send_request("_acp_conformance/unknown_request", {"probe": True}, id=rid)
+                # The string id's silence is judged below, once, as jsonrpc.id-types's (the integer
+                # ids' as any unanswered request).
+                resp = await conn.peer.wait_response(
+                    sent, method="_acp_conformance/unknown_request", flag=not isinstance(rid, str)
+                )
             except PeerTimeout:
                 answered[kind] = False
                 continue
