@@ -44,7 +44,9 @@ run_one() {
   local role="$1" name="$2" cmd="$3"; shift 3
   echo "==> $name: $cmd" >&2
   local work; work="$(mktemp -d)"
-  ( cd "$work" && "$PY" -m pytest -p no:cacheprovider -q -n 2 --acp-"$role"="$cmd" \
+  # --basetemp: pytest's default (<tmp>/pytest-of-<user>/pytest-<n>) names the user, and a peer
+  # that streams a path in pieces splits it where per-frame redaction cannot see it whole.
+  ( cd "$work" && "$PY" -m pytest -p no:cacheprovider -q -n 2 --basetemp="$work/run" --acp-"$role"="$cmd" \
       --acp-report-json="$ROOT/reports/$name.json" "$@" ) | tail -n 3 || true
   rm -rf "$work"
 }

@@ -24,3 +24,16 @@ def test_replay_files_carry_no_path_of_this_machine(tmp_path: Path) -> None:
         text = path.read_text("utf-8")
         assert tempfile.gettempdir() + "/" not in text, (path.name, text[:400])
     assert "<tmp>/" in written[0].read_text("utf-8")  # masked, not dropped: the evidence stays readable
+
+
+def test_a_pytest_temp_path_cut_short_keeps_no_user_name() -> None:
+    """A peer that echoes our frame clipped (zed codex-acp's errors do) may cut the path of
+    pytest's temporary directory before the part that names the run: the user's name still goes."""
+    from acp_conformance.redaction import machine_paths
+
+    base = Path(tempfile.gettempdir()) / "pytest-of-someone"
+    whole = machine_paths(f'"cwd":"{base}/pytest-8001/popen-gw0/test_x0/session-1"')
+    assert whole == '"cwd":"<tmp>/popen-gw0/test_x0/session-1"'
+    for cut in (f"{base}/pytest-8...", f"{base}/pyt...", f"{base}..."):
+        masked = machine_paths(f'\\"cwd\\":\\"{cut} (1808 chars)')
+        assert "someone" not in masked and "<tmp>/" in masked, masked
