@@ -556,13 +556,15 @@ class Peer:
         strays = self.strays_since(rid)
         if strays:
             # It may have answered under the wrong id: one breach, of the echo clause (already
-            # flagged on that response), not also a request left unanswered, nor a deadline missed.
+            # flagged on that response), not also a request left unanswered.  The deadline was
+            # still spent without an answer under its id: remembered, so a peer that does this to
+            # every request costs two deadlines, not one per test (``DeadlineMemory``).
             msg += (
                 f"; a response under id {strays[0]!r}, which matches no request we sent, came meanwhile: "
                 "perhaps its answer under the wrong id (jsonrpc.response-id-echo), so no answer is not proven"
             )
-        elif flag:
-            self._missed(method, msg, limit)
+        if flag:
+            self._missed(method, msg, limit, unanswered=not strays)
         raise PeerTimeout(msg, self.stderr_tail())
 
     async def _answer_or(self, key: tuple[str, Any], seconds: float) -> None:
@@ -611,11 +613,12 @@ class Peer:
                 return f"our request id {other[1]!r}"
         return None
 
-    def _missed(self, method: str, message: str, limit: float) -> None:
+    def _missed(self, method: str, message: str, limit: float, *, unanswered: bool = True) -> None:
         """Our ``method`` request went unanswered for ``limit`` seconds: a ``jsonrpc.every-request-
-        answered`` violation and, for a full deadline (not a test's short observation window),
-        one miss in the run's ``DeadlineMemory``."""
-        self.flag("jsonrpc.every-request-answered", message)
+        answered`` violation (unless ``unanswered`` is false: ``strays_since``) and, for a full
+        deadline (not a test's short observation window), one miss in the run's ``DeadlineMemory``."""
+        if unanswered:
+            self.flag("jsonrpc.every-request-answered", message)
         if self.deadlines is not None and limit >= self.timeout:
             self.deadlines.missed(method, self.where or "an earlier test", search=self.searching)
 

@@ -15,7 +15,9 @@ answers at once:
 - ``stray-idless``: before each request it can parse with an unusual id (a string, a negative number:
   the odd-ids campaign's), writes an error without an id, as a late answer to something earlier
   would come, and serves the request 0.3 s later: that error is no answer to the frame;
-- ``late``: serves each request with an unusual id 1.5 s late (past a 1 s ``--acp-timeout``);
+- ``late``: serves each ACP request with an unusual id 1.5 s late (past a 1 s ``--acp-timeout``),
+  extension requests at once (the campaigns' probe among them: were it late under a string id
+  too, the campaigns would leave string-id frames to ``jsonrpc.id-types``' own test);
 - ``slow``: answers them 1.5 s late, saying meanwhile, in an extension notification every 0.3 s
   (a client ignores what it does not know, extensibility.mdx), that it is working: a slow peer,
   not a deaf one.
@@ -134,7 +136,7 @@ class _LatePeer(_HoldingPeer):
     delay = 1.5
 
     def holds(self, ev: Event) -> bool:
-        return unusual_id(ev)
+        return unusual_id(ev) and isinstance(ev, Request) and not ev.method.startswith("_")
 
     async def before_serving(self) -> None:
         await anyio.sleep(self.delay)  # the agent's own pace: an answer past the deadline
