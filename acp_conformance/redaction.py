@@ -125,10 +125,10 @@ def redact_data(data: Any, redact: Callable[[str], str] | None = None) -> Any:
 
 #: The directory holding the ``acp_conformance`` package: the checkout, or site-packages.
 _PACKAGE_PARENT = Path(__file__).resolve().parent.parent
-_PYTEST_TMP = re.compile(r"<tmp>/pytest-of-[^/\s\"']+/pytest-\d+/")
-#: What is left of one cut short ("<tmp>/pytest-of-root/pytest-8..." in a clipped frame that a peer
-#: echoed): the user's name must not stay.
-_PYTEST_TMP_CUT = re.compile(r"<tmp>/pytest-of-[^/\s\"'\\]+(?:/pytest-\d*)?")
+#: pytest's temporary directory under ``<tmp>``, whole (``/pytest-of-<user>/pytest-<n>/``) or
+#: what is left of one cut short ("<tmp>/pytest-of-root/pytest-8..." in a clipped frame that a
+#: peer echoed): the user's name must not stay.
+_PYTEST_TMP = re.compile(r"<tmp>/pytest-of-[^/\s\"'\\]+(?:/pytest-\d+/|/pytest-\d*)?")
 #: Any environment's packages and interpreters, not only ours (a peer may run from another venv).
 _ANY_SITE_PACKAGES = re.compile(r"(?:/[^/\s\"'<>]+)+/(?:site|dist)-packages/")
 #: Any installation of npm packages: a peer's stack trace names its files under node_modules.
@@ -178,4 +178,4 @@ def machine_paths(text: str) -> str:
     text = _ANY_SITE_PACKAGES.sub("<site-packages>/", text)
     text = _ANY_NODE_MODULES.sub("node_modules/", text)
     text = _ANY_INTERPRETER.sub(r"\1", text)
-    return _PYTEST_TMP_CUT.sub("<tmp>/", _PYTEST_TMP.sub("<tmp>/", text))
+    return _PYTEST_TMP.sub("<tmp>/", text)
