@@ -228,11 +228,10 @@ class Peer:
 
     # ----------------------------------------------------------------- reading
     async def _reader(self) -> None:
+        # Chunks handled in the loop pass that read them where the transport can (``pump_into``:
+        # ``StdioTransport`` on a pipe); pulled otherwise.
         pump_into = getattr(self.transport, "pump_into", None)
-        if pump_into is not None:
-            # Chunks handled in the loop pass that read them (``StdioTransport.pump_into``).
-            await pump_into(self._received, self._until_slot_free)
-        else:
+        if pump_into is None or not await pump_into(self._received, self._until_slot_free):
             while data := await self.transport.receive():
                 if not self._received(data):
                     await self._until_slot_free()

@@ -30,7 +30,8 @@ class Transport(Protocol):
     everything down and must be safe to call twice.
 
     A transport may also offer ``pump_into(sink, ready)`` (``StdioTransport``): it then hands
-    each chunk to ``sink`` as it is read, instead of being pulled with ``receive``.
+    each chunk to ``sink`` as it is read, instead of being pulled with ``receive``, and returns
+    True at EOF; False (at once, nothing read) when it cannot, and ``receive`` is used.
     """
 
     async def send(self, data: bytes) -> None: ...

@@ -220,21 +220,19 @@ class StdioTransport:
             return data
         return await anyio.to_thread.run_sync(self._blocking_read, abandon_on_cancel=True)
 
-    async def pump_into(self, sink: Callable[[bytes], bool], ready: Callable[[], Awaitable[None]]) -> None:
-        """Hand every chunk read to ``sink`` in the pass that read it, until EOF.
+    async def pump_into(self, sink: Callable[[bytes], bool], ready: Callable[[], Awaitable[None]]) -> bool:
+        """Hand every chunk read to ``sink`` in the pass that read it, until EOF; True then.
 
         ``sink`` returns False to stop reading until ``ready()`` returns; what it raises is
         raised here.  It runs in a copy of the caller's context (so what it starts is started as
         from the caller's task), in which anyio can tell the loop without a current task.  A
-        stdin that is not a pipe is pulled with ``receive`` instead, the same chunks in order.
+        stdin that is not a pipe cannot be pumped: False at once, nothing read (pull it with
+        ``receive``).
         """
         await self._ensure()
         reader = self._reader
         if reader is None:
-            while data := await self.receive():
-                if not sink(data):
-                    await ready()
-            return
+            return False
         context = contextvars.copy_context()
         if _ASYNC_LIBRARY is not None:
             context.run(_ASYNC_LIBRARY.set, "asyncio")
@@ -249,7 +247,7 @@ class StdioTransport:
                 if reader.failure is not None:
                     raise reader.failure
                 if reader.eof:
-                    return
+                    return True
                 if reader.paused:
                     await ready()
                     reader.resume()

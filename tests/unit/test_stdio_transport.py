@@ -6,6 +6,7 @@ import asyncio
 import os
 from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import BinaryIO, cast
 
 import anyio
@@ -155,3 +156,23 @@ async def test_stdin_is_read_at_most_a_pipe_at_a_time(pipes: tuple[StdioTranspor
     reader = transport._reader
     assert reader is not None and reader.pipe is not None
     assert getattr(reader.pipe, "max_size", None) == PIPE_READ_SIZE
+
+
+async def test_a_stdin_that_is_no_pipe_is_not_pumped_and_is_pulled_whole(tmp_path: Path) -> None:
+    """A file for stdin (``mock-agent < frames.jsonl``): ``pump_into`` declines at once, reading
+    nothing, and the Peer pulls it with ``receive``."""
+    frames = tmp_path / "frames.jsonl"
+    frames.write_bytes(b"one\ntwo\n")
+    with frames.open("rb") as stdin, (tmp_path / "out").open("wb") as stdout:
+        transport = StdioTransport(stdin=stdin, stdout=stdout)
+
+        def sink(data: bytes) -> bool:
+            raise AssertionError("a file is not pumped")
+
+        async def ready() -> None:
+            raise AssertionError("not paused")
+
+        with anyio.fail_after(5):
+            assert await transport.pump_into(sink, ready) is False
+            assert await transport.receive() == b"one\ntwo\n"
+            assert await transport.receive() == b""
