@@ -19,6 +19,8 @@ PY = sys.executable
 AGENTS = ROOT / "tests" / "peers" / "patience_agents.py"
 #: The campaign that sends strings escaping lone surrogates, bounded by its examples, not the clock.
 CAMPAIGN = ("-k", "test_fuzz_survives_unusual_frames", "--acp-fuzz-seconds=600", "--acp-fuzz-shrink-seconds=2")
+#: The campaign whose valid requests under unusual ids the stray-idless and late agents hold.
+ODD_IDS = ("-k", "test_fuzz_odd_ids", "--acp-fuzz-seconds=600", "--acp-fuzz-shrink-seconds=2")
 PATIENT = ("--acp-timeout=30", "--acp-fuzz-patience=1")
 
 
@@ -67,8 +69,7 @@ def test_an_error_without_an_id_after_a_valid_frame_does_not_end_its_wait(tmp_pa
     the wait, and the real answer coming after it is no answer "to nothing" (it was a
     jsonrpc.response-id-echo FAIL, provoked by forbidden input, until the campaign let such an id
     go unpaired: ``FrameFuzzer._exchange``; this test failed on it in 4 of 5 runs before)."""
-    odd_ids = ("-k", "test_fuzz_odd_ids", "--acp-fuzz-seconds=600", "--acp-fuzz-shrink-seconds=2")
-    run = run_suite(f"{PY} {AGENTS} stray-idless", tmp_path, *odd_ids, "--acp-timeout=30", "--acp-fuzz-patience=1")
+    run = run_suite(f"{PY} {AGENTS} stray-idless", tmp_path, *ODD_IDS, "--acp-timeout=30", "--acp-fuzz-patience=1")
     statuses = run.statuses()
     assert statuses["jsonrpc.every-request-answered"] == "PASS", run.stdout[-3000:]
     # For a frame the spec forbids us to send it may end the wait (a robustness finding then).
@@ -79,8 +80,7 @@ def test_an_answer_after_the_deadline_is_no_second_finding(tmp_path: Path) -> No
     """A valid odd-id request answered 1.5 s late, past a 1 s deadline: jsonrpc.every-request-answered
     FAILs once; the late answer, when it comes, is no "response to an id that matches no request"
     (jsonrpc.response-id-echo) on top."""
-    odd_ids = ("-k", "test_fuzz_odd_ids", "--acp-fuzz-seconds=600", "--acp-fuzz-shrink-seconds=2")
-    run = run_suite(f"{PY} {AGENTS} late", tmp_path, *odd_ids, "--acp-timeout=1", "--acp-fuzz-patience=1")
+    run = run_suite(f"{PY} {AGENTS} late", tmp_path, *ODD_IDS, "--acp-timeout=1", "--acp-fuzz-patience=1")
     statuses = run.statuses()
     assert statuses["jsonrpc.every-request-answered"] == "FAIL", run.stdout[-3000:]
     assert statuses["jsonrpc.response-id-echo"] == "PASS", run.messages("jsonrpc.response-id-echo")
