@@ -59,10 +59,14 @@ class LocalProtocolError(AcpError):
 class PeerError(AcpError):
     """The peer process misbehaved at the process level."""
 
-    def __init__(self, message: str, stderr_tail: list[str] | None = None) -> None:
+    def __init__(self, message: str, stderr_tail: list[str] | None = None, *, unproven: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.stderr_tail = list(stderr_tail or [])
+        #: Why the failed wait proves no request left unanswered (``jsonrpc.every-request-answered``),
+        #: or "" when it does: decided where the wait failed (``Peer.wait_response``), so that every
+        #: judge that catches the error (a scripted test, the stateful machine) reads one answer.
+        self.unproven = unproven
 
 
 class PeerExited(PeerError):
@@ -75,8 +79,9 @@ class PeerExited(PeerError):
         stderr_tail: list[str] | None = None,
         *,
         read_proven: bool = False,
+        unproven: str = "",
     ) -> None:
-        super().__init__(message, stderr_tail)
+        super().__init__(message, stderr_tail, unproven=unproven)
         self.returncode = returncode
         #: Raised while we waited for an answer: the peer had provably read our request (it answered
         #: one we sent after it, ``Peer.wait_response``).  False: it may never have read it.

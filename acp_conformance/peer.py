@@ -539,32 +539,27 @@ class Peer:
             if self.closed.is_set():
                 msg = f"the peer closed its output before answering {method} (id {rid!r})"
                 later = self._answered_after(key)
-                if later is None:
-                    # A peer that exits (a crash, a defect of its own, a deliberate quit) may
-                    # never have read our request: the closing proves nothing about it.
-                    msg += "; nothing shows it had read the request (it answered nothing we sent after it)"
+                unproven = self.why_unproven(rid)
+                if unproven:
+                    msg += f"; {unproven}"
                 elif flag:
                     self.flag("jsonrpc.every-request-answered", f"{msg}, though it answered {later} sent after it")
-                raise PeerExited(msg, None, self.stderr_tail(), read_proven=later is not None)
+                raise PeerExited(msg, None, self.stderr_tail(), read_proven=later is not None, unproven=unproven)
             left = deadline - loop.time()
             if left <= 0:
                 break
             await self._answer_or(key, left)
         msg = f"no response to {method} (id {rid!r}) within {limit:g} s{self._stall()}"
         self.note_unterminated()
-        strays = self.strays_since(rid)
-        if strays:
-            # It may have answered under the wrong id: one breach, of the echo clause (already
-            # flagged on that response), not also a request left unanswered.  The deadline was
-            # still spent without an answer under its id: remembered, so a peer that does this to
-            # every request costs two deadlines, not one per test (``DeadlineMemory``).
-            msg += (
-                f"; a response under id {strays[0]!r}, which matches no request we sent, came meanwhile: "
-                "perhaps its answer under the wrong id (jsonrpc.response-id-echo), so no answer is not proven"
-            )
+        unproven = self.why_unproven(rid)
+        if unproven:
+            # The deadline was still spent without an answer under its id: remembered, so a peer
+            # that does this to every request costs two deadlines, not one per test
+            # (``DeadlineMemory``).
+            msg += f"; {unproven}"
         if flag:
-            self._missed(method, msg, limit, unanswered=not strays)
-        raise PeerTimeout(msg, self.stderr_tail())
+            self._missed(method, msg, limit, unanswered=not unproven)
+        raise PeerTimeout(msg, self.stderr_tail(), unproven=unproven)
 
     async def _answer_or(self, key: tuple[str, Any], seconds: float) -> None:
         """Wait until the answer under ``key`` (or EOF) arrives or ``seconds`` pass.
@@ -598,6 +593,27 @@ class Peer:
         if seq is None:
             return []
         return [sid for sent, sid in self._strays if sent >= seq]
+
+    def why_unproven(self, rid: Any) -> str:
+        """Why our request ``rid``, still without an answer under its id, is not proven unanswered
+        (``jsonrpc.every-request-answered``), or "" when it is.  The one rule, for every judge of
+        a missing answer (``wait_response``, the stateful machine, the fuzz campaigns):
+
+        * the peer closed its output and answered nothing we sent after ``rid``: a peer that exits
+          (a crash, a defect of its own, a deliberate quit) may never have read it;
+        * a response under an id matching no request of ours came after ``rid`` was sent
+          (``strays_since``): perhaps its answer under the wrong id, one breach, of the echo
+          clause (flagged on that response), not also a request left unanswered."""
+        key = jsonrpc.id_key(rid)
+        if self.closed.is_set() and self._answered_after(key) is None:
+            return "nothing shows it had read the request (it answered nothing we sent after it)"
+        strays = self.strays_since(rid)
+        if not strays:
+            return ""
+        return (
+            f"a response under id {strays[0]!r}, which matches no request we sent, came meanwhile: perhaps "
+            "its answer under the wrong id (jsonrpc.response-id-echo), so no answer is not proven"
+        )
 
     def _answered_after(self, key: tuple[str, Any]) -> str | None:
         """A request of ours sent after ``key`` that the peer answered (``"id N"``), or None.

@@ -548,7 +548,8 @@ class FrameFuzzer(ABC):
             if peer.closed.is_set() and owed:
                 # The frame itself is a request it read (replaying the example kills it again).
                 what += ", never answering that request"
-            return [*problems, Problem("jsonrpc.every-request-answered", f"the {self.role} {what} ({exc.message})")]
+            missing = Problem("jsonrpc.every-request-answered", f"the {self.role} {what} ({exc.message})")
+            return [*problems, _unanswered(missing, window)]
         finally:
             if tracked:
                 peer.conn.forget_outgoing(rid)
@@ -563,21 +564,8 @@ class FrameFuzzer(ABC):
         ]
         answers = frame.answers([_paired(e) for e in responses] + (_idless_errors(window) if idless_ok else []))
         found = expect.check(answers)
-        strays = [e.id for e in responses if e.stray]
-        if tracked and not answers and strays:
-            # No answer under its id, but one under an id matching no request came: perhaps this
-            # frame's answer under the wrong id (``Peer.strays_since``), the echo clause's breach
-            # (flagged on that response), not also a request left unanswered.
-            found = [
-                Problem(
-                    "jsonrpc.response-id-echo",
-                    f"no answer under its id; a response under id {strays[0]!r}, which matches no request we "
-                    "sent, came in its window (its answer under another id, perhaps)",
-                )
-                if p.clause == expect.missing_clause
-                else p
-                for p in found
-            ]
+        if tracked and not answers:
+            found = [_unanswered(p, responses) if p.clause == expect.missing_clause else p for p in found]
         if short is not None:
             found = [self._impatient(p, short) for p in found]
         problems += found
@@ -625,6 +613,21 @@ class FrameFuzzer(ABC):
                 same = plain.is_error and isinstance(plain.error, dict) and plain.error.get("code") == code
                 live.string_ids = f"error {code!r} to its probe {method}" if named.is_error and not same else ""
         return live.string_ids
+
+
+def _unanswered(missing: Problem, window: Sequence[Event]) -> Problem:
+    """``missing`` (no answer under its id, to the example's frame or to a probe behind it), unless
+    a response under an id matching no request of ours came in ``window``: perhaps its answer under
+    the wrong id (``Peer.why_unproven``), the echo clause's breach (flagged on that response), not
+    also a request left unanswered."""
+    strays = [e.id for e in window if isinstance(e, Response) and e.stray]
+    if not strays:
+        return missing
+    return Problem(
+        "jsonrpc.response-id-echo",
+        f"{missing.message}; no answer under its id, but a response under id {strays[0]!r}, which matches no "
+        "request we sent, came in its window (its answer under another id, perhaps)",
+    )
 
 
 def _reattribute(

@@ -48,7 +48,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.core.ids import same_id
 from acp_conformance.core.vocabulary import TURN_OUTPUT
-from acp_conformance.errors import AcpError, ConformanceFailure, PeerError, PeerExited, PeerTimeout
+from acp_conformance.errors import AcpError, ConformanceFailure, PeerError, PeerTimeout
 from acp_conformance.fuzz._budget import FuzzBudget
 from acp_conformance.fuzz._findings import Finding, finding_type
 from acp_conformance.fuzz.campaign import live_connection, probe_unanswered
@@ -169,7 +169,7 @@ class AgentSessions(RuleBasedStateMachine):
             resp: Response = self.call(self._wait, rid, what)
             return resp
         except PeerError as exc:
-            self.fail("jsonrpc.every-request-answered", f"{what} was not answered ({exc.message})", _unproven(exc))
+            self.fail("jsonrpc.every-request-answered", f"{what} was not answered ({exc.message})", exc.unproven)
             return None
 
     def wait_cancelled(self, turn: _Turn) -> Response | None:
@@ -185,7 +185,7 @@ class AgentSessions(RuleBasedStateMachine):
             return None
         except PeerError as exc:
             self.fail(
-                "jsonrpc.every-request-answered", f"session/prompt was not answered ({exc.message})", _unproven(exc)
+                "jsonrpc.every-request-answered", f"session/prompt was not answered ({exc.message})", exc.unproven
             )
             return None
 
@@ -335,7 +335,7 @@ class AgentSessions(RuleBasedStateMachine):
             self.fail(
                 "jsonrpc.every-request-answered",
                 f"{what} neither ended nor asked anything ({exc.message})",
-                _unproven(exc),
+                self.peer.why_unproven(turn.rid),
             )
 
     async def _until_answer_or_permission(self, turn: _Turn) -> None:
@@ -530,7 +530,11 @@ class AgentSessions(RuleBasedStateMachine):
         running = [t.rid for t in self.turns.values() if t.left_running]
         pending = [(rid, m) for rid, m in self.peer.conn.pending_outgoing if not any(same_id(rid, r) for r in running)]
         if pending:
-            self.fail("jsonrpc.every-request-answered", f"requests never answered: {pending}")
+            why = [self.peer.why_unproven(rid) for rid, _ in pending]
+            proven = [p for p, w in zip(pending, why, strict=True) if not w]
+            # One request proven unanswered is the finding; only when none is, it is not a verdict.
+            unproven = "" if proven else "; ".join(sorted(set(why)))
+            self.fail("jsonrpc.every-request-answered", f"requests never answered: {proven or pending}", unproven)
 
     async def _flush(self) -> None:
         """One more round trip: a late duplicate or a stray update lands before we judge.
@@ -627,11 +631,3 @@ def _expect_the_right_thing(steps: list[dict[str, Any]], clause: str, message: s
     else:
         steps.append({"note": f"the recording above breaks {clause}: {message}"})
     return steps
-
-
-def _unproven(exc: PeerError) -> str:
-    """Why a wait that failed proves no breach: an agent that closed its output may never have read
-    the request (an earlier step may have killed it), however often the sequence recurs."""
-    if isinstance(exc, PeerExited) and not exc.read_proven:
-        return "the agent closed its output with the request pending; nothing shows it had read it"
-    return ""

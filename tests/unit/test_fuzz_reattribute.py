@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Response, Violation
-from acp_conformance.fuzz._expect import Frame
-from acp_conformance.fuzz.campaign import Live, _reattribute
+from acp_conformance.fuzz._expect import Frame, Problem
+from acp_conformance.fuzz.campaign import Live, _reattribute, _unanswered
 from acp_conformance.transcript import Transcript
 
 MISSING_NAME = "session/new result: 'name' is a required property at /configOptions/0"
@@ -66,3 +66,19 @@ def test_a_defect_shown_before_any_example_stays_its_own_clause_on_a_probes_answ
         _reattribute(live, _frame(), [v, probe], why, probes)
         want = "jsonrpc.survives-invalid-input" if moved else "jsonrpc.response-id-echo"
         assert [x.clause_id for x in transcript.violations] == [want], (baseline, probes)
+
+
+def test_no_answer_with_a_stray_in_the_window_is_the_echo_clause_once() -> None:
+    """A frame (or a probe behind it) without an answer under its id, while a response under an id
+    matching nothing we sent came in the example's window: perhaps its answer under the wrong id, so
+    the echo clause's breach, not also a request left unanswered (``Peer.why_unproven``'s rule)."""
+    missing = Problem("jsonrpc.every-request-answered", "the agent stopped answering after the frame")
+    assert _unanswered(missing, [Response(id=7, result={}, method="session/new")]) is missing
+    stray = Response(id=424242, result={}, stray=True)
+    p = _unanswered(missing, [stray])
+    assert p.clause == "jsonrpc.response-id-echo"
+    assert "424242" in p.message and p.message.startswith(missing.message)
+    # The clause a silence breaks may be another (a parse error owed): it too gives way to the echo.
+    parse = Problem("jsonrpc.parse-error", "no answer")
+    assert _unanswered(parse, []) is parse
+    assert _unanswered(parse, [stray]).clause == "jsonrpc.response-id-echo"

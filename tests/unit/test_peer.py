@@ -151,6 +151,7 @@ async def test_an_answer_under_an_id_we_never_sent_leaves_the_missing_answer_unp
             with pytest.raises(PeerTimeout) as info:
                 await client.wait_response(rid, method="session/new", timeout=0.2)
             assert "424242" in str(info.value) and "not proven" in str(info.value)
+            assert "424242" in info.value.unproven
             assert client.strays_since(rid) == [424242]
             assert [v.clause_id for v in client.violations()] == ["jsonrpc.response-id-echo"] * 2
             # A later request with no stray after it is judged unanswered as usual.
@@ -195,6 +196,31 @@ async def test_peer_eof_after_answering_a_later_request_is_a_finding() -> None:
             [v] = client.violations()
             assert v.clause_id == "jsonrpc.every-request-answered"
             assert "though it answered our request id 1 sent after it" in v.message
+
+
+async def test_peer_eof_after_a_stray_leaves_the_missing_answer_unproven() -> None:
+    """The stray rule holds on the EOF path too: a peer that answered a later request, sent a
+    response under an id we never used and closed its output is charged once (the echo clause),
+    not also with the earlier request left unanswered."""
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, agent_end):
+
+            async def held_then_misaddressed(req: Request) -> Any:
+                await agent.send_raw(orjson.dumps({"jsonrpc": "2.0", "id": 424242, "result": {}}) + b"\n")
+                return NO_ANSWER
+
+            async def new_session(req: Request) -> Any:
+                return {"sessionId": SID}
+
+            agent.handlers["session/prompt"] = held_then_misaddressed
+            agent.handlers["session/new"] = new_session
+            held = await client.send_request("session/prompt", {"sessionId": SID, "prompt": []})
+            assert await client.request("session/new", NEW_SESSION) == {"sessionId": SID}
+            await agent_end.close_output()
+            with pytest.raises(PeerExited) as info:
+                await client.wait_response(held, method="session/prompt")
+            assert info.value.read_proven and "424242" in info.value.unproven
+            assert [v.clause_id for v in client.violations()] == ["jsonrpc.response-id-echo"]
 
 
 async def test_peer_eof_while_waiting_for_an_event() -> None:

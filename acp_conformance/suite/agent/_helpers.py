@@ -266,11 +266,15 @@ async def wait_prompt_response(
     """The session/prompt response, or None if none came in time.  A full deadline passing is
     ``jsonrpc.every-request-answered`` (and a miss the run remembers, so a peer that never answers
     prompts costs two deadlines, not one per test); a shorter observation window flags nothing,
-    nor does a wait whose silence a more specific clause judges (``flag=False``)."""
+    nor does a wait whose silence a more specific clause judges (``flag=False``): that silence,
+    when it is not proven (``Peer.why_unproven``: a response under an id matching nothing we sent
+    came meanwhile), ends the test INCONCLUSIVE instead of reaching the caller's check."""
     full = flag and (timeout is None or timeout >= conn.peer.timeout)
     try:
         return await conn.peer.wait_response(rid, method="session/prompt", timeout=timeout, flag=full)
-    except PeerTimeout:
+    except PeerTimeout as exc:
+        if not flag and exc.unproven:
+            inconclusive(f"no session/prompt answer under its id, but its absence is not proven: {exc.message}")
         return None
 
 
