@@ -109,6 +109,8 @@ class Connection:
         index = self.inbound_frames
         self.inbound_frames += 1
         msg, problems = jsonrpc.decode(data)
+        if not problems and type(msg) is dict:  # almost every frame: no list to build and extend
+            return self._message(msg, data, index)
         out: list[Event] = [
             Unjudged(data, v.message, index) if v.clause_id == jsonrpc.BEYOND_LIMIT else self._hygiene(_at(v, index))
             for v in problems
@@ -132,26 +134,20 @@ class Connection:
 
     def _message(self, msg: Any, data: bytes, index: int) -> list[Event]:
         """The events of one decoded value: its envelope violations, then its message."""
-        out: list[Event] = []
         kind, problems = jsonrpc.classify(msg, data)
-        if kind is None and isinstance(msg, dict) and "id" not in msg and ("result" in msg or "error" in msg):
-            problems = [
-                self._idless(msg, v, data) if v.clause_id == "jsonrpc.response-id-echo" else v for v in problems
-            ]
-        out.extend(self._hygiene(_at(v, index)) for v in problems)
+        if kind == "notification" and not problems:  # the stream of a turn: its updates
+            return [_notification(msg, data, index)]
+        out: list[Event] = []
+        if problems:
+            if kind is None and isinstance(msg, dict) and "id" not in msg and ("result" in msg or "error" in msg):
+                problems = [
+                    self._idless(msg, v, data) if v.clause_id == "jsonrpc.response-id-echo" else v for v in problems
+                ]
+            out.extend(self._hygiene(_at(v, index)) for v in problems)
         if kind == "request":
             out.extend(self._on_request(msg, data, index))
         elif kind == "notification":
-            out.append(
-                Notification(
-                    method=msg["method"],
-                    params=msg.get("params"),
-                    raw=data,
-                    index=index,
-                    has_params="params" in msg,
-                    message=msg,
-                )
-            )
+            out.append(_notification(msg, data, index))
         elif kind == "response":
             out.extend(self._on_response(msg, data, index))
         return out
@@ -404,6 +400,17 @@ class Connection:
 
     def is_outstanding(self, id: Any) -> bool:
         return jsonrpc.id_key(id) in self._outgoing
+
+
+def _notification(msg: dict[str, Any], data: bytes, index: int) -> Notification:
+    return Notification(
+        method=msg["method"],
+        params=msg.get("params"),
+        raw=data,
+        index=index,
+        has_params="params" in msg,
+        message=msg,
+    )
 
 
 def _at(v: Violation, index: int) -> Violation:

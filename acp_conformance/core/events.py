@@ -144,18 +144,18 @@ DROPPED = Notification(method="$/acp_conformance/dropped", params=None, has_para
 
 def _retention(ev: Event) -> str:
     """``pinned`` (never dropped), ``structural`` or ``bulk``: how long the log keeps ``ev``."""
-    if isinstance(ev, (Violation, Unjudged)):
-        return "pinned"
+    if isinstance(ev, Notification):  # first: a turn's stream is made of them
+        if ev.method == "session/update" and isinstance(ev.params, dict):
+            update = ev.params.get("update")
+            kind = update.get("sessionUpdate") if isinstance(update, dict) else None
+            return "bulk" if kind in BULK_UPDATES else "structural"
+        return "bulk"
     if isinstance(ev, Response):
         # Answers to our own requests: as many as we sent, and waits look them up.
         return "pinned" if ev.method is not None else "bulk"
     if isinstance(ev, Request):
         return "structural"
-    if ev.method == "session/update" and isinstance(ev.params, dict):
-        update = ev.params.get("update")
-        kind = update.get("sessionUpdate") if isinstance(update, dict) else None
-        return "bulk" if kind in BULK_UPDATES else "structural"
-    return "bulk"
+    return "pinned"  # violations, and lines the suite could not judge (``Unjudged``)
 
 
 class EventLog(Sequence[Event]):

@@ -33,6 +33,7 @@ def _schema_module() -> ModuleType:
     _SCHEMA = validator
     return validator
 
+
 #: A method neither in the pinned schema nor ``_``-prefixed (extensibility.mdx).
 
 
@@ -49,21 +50,19 @@ def judge_frame(
     if validator is None:
         return []
     sv = _SCHEMA or _schema_module()
-    clause_for, error_clause_for = sv.clause_for, sv.error_clause_for
-
-    out: list[tuple[str, str]] = []
     if isinstance(ev, Response):
+        out: list[tuple[str, str]] = []
         if ev.is_error:
             out += [
-                (error_clause_for(i), f"error object: {i.message} at {i.path or '/'}")
+                (sv.error_clause_for(i), f"error object: {i.message} at {i.path or '/'}")
                 for i in validator.check_error(ev.error)
             ]
         elif ev.method is not None:
             out += [
-                (clause_for(i, ev.result), f"{ev.method} result: {i.message} at {i.path or '/'}")
+                (sv.clause_for(i, ev.result), f"{ev.method} result: {i.message} at {i.path or '/'}")
                 for i in validator.check_result(ev.method, ev.result)
             ]
-        return _violations(out, ev)
+        return _violations(out, ev) if out else []
     method = ev.method
     if method.startswith("_"):
         return []
@@ -94,8 +93,11 @@ def judge_frame(
         if spec.notification is None:
             return _violations([("schema.valid", f"{method} is a request but arrived as a notification (no id)")], ev)
         issues = validator.validate(spec.notification, params)
-    out += [(clause_for(i, params), f"{method} params: {i.message} at {i.path or '/'}") for i in issues]
-    return _violations(out, ev)
+    if not issues:  # nearly every frame
+        return []
+    return _violations(
+        [(sv.clause_for(i, params), f"{method} params: {i.message} at {i.path or '/'}") for i in issues], ev
+    )
 
 
 def _violations(found: list[tuple[str, str]], ev: Request | Notification | Response) -> list[Violation]:
