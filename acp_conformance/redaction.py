@@ -20,8 +20,6 @@ import json
 import os
 import re
 import sys
-import sysconfig
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -139,6 +137,11 @@ _ANY_INTERPRETER = re.compile(r"(?:/[^/\s\"'<>]+)+/bin/((?:python|node|pypy)[0-9
 @functools.cache
 def _machine_roots() -> tuple[tuple[str, str], ...]:
     """``(prefix, placeholder)``, longest prefix first, so the most specific one wins."""
+    # Imported here: tempfile (with shutil and random) costs a mock agent's start-up ~5 ms, and
+    # only masking a path needs it.
+    import sysconfig
+    import tempfile
+
     roots: dict[str, str] = {}
 
     def add(path: str | os.PathLike[str] | None, placeholder: str) -> None:
