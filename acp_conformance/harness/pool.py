@@ -322,9 +322,8 @@ class ConnectionPool:
         again = f"; {self.rerun} {tests} run again on a process of their own" if self.rerun else ""
         host = self.processes
         started = f"{host.started} processes started ({host.ahead} of them ahead of need)"
-        return f"acp-conformance: {self.lent} agent connections lent, {started}" + (
-            f"; retired: {why}" if why else ""
-        ) + again
+        lent = f"{self.lent} agent connection{'' if self.lent == 1 else 's'} lent"
+        return f"acp-conformance: {lent}, {started}" + (f"; retired: {why}" if why else "") + again
 
     async def _own(
         self,
@@ -350,6 +349,7 @@ class ConnectionPool:
                 pooled.prepared = held.prepared
                 pooled.peer_dir = held.peer_dir
                 transport = pooled.transport = held.live_transport
+
                 def on_stderr(line: str) -> None:
                     transcript.add("stderr", line)
 

@@ -8,7 +8,6 @@ once the test is over.  Without the matching ``--acp-*`` option the fixture skip
 from __future__ import annotations
 
 import inspect
-import sys
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from acp_conformance.plugin.keys import HARNESS, STATE
+from acp_conformance.plugin.keys import HARNESS, POOL_OUTPUT, STATE
 
 if TYPE_CHECKING:
     from acp_conformance.harness.agent import AgentHarness
@@ -115,7 +114,14 @@ async def acp_agent_pool(
         try:
             yield pool
         finally:
-            sys.stderr.write(pool.summary() + "\n")
+            # To the terminal summary (``Reporter``): written to stderr here, it was captured as
+            # the last test's teardown output and shown to nobody.  A worker's goes to the
+            # controller with xdist's ``workeroutput`` at the end of the worker's session.
+            summary = pool.summary()
+            state.pool_lines.append(summary)
+            workeroutput = getattr(request.config, "workeroutput", None)
+            if workeroutput is not None:
+                workeroutput[POOL_OUTPUT] = summary
 
 
 @pytest.fixture

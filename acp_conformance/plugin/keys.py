@@ -10,9 +10,11 @@ if TYPE_CHECKING:
     from acp_conformance.harness.base import HarnessLike
     from acp_conformance.plugin.state import AcpState
 
-__all__ = ["HARNESS", "STATE"]
+__all__ = ["HARNESS", "POOL_OUTPUT", "STATE"]
 
 #: config.stash: the per-process ``AcpState`` (options, schema, validator, the peer's config).
 STATE: pytest.StashKey[AcpState] = pytest.StashKey()
 #: item.stash: the test's harness (agent or client: both are ``HarnessLike``).
 HARNESS: pytest.StashKey[HarnessLike] = pytest.StashKey()
+#: xdist's ``workeroutput`` (worker -> controller at the end of a worker's session): its pool summary.
+POOL_OUTPUT = "acp_pool_summary"

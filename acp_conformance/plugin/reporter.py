@@ -19,7 +19,7 @@ from acp_conformance.clauses import registry
 from acp_conformance.errors import ConformanceFailure
 from acp_conformance.plugin import options
 from acp_conformance.plugin.bindings import checked_clauses, passive_clauses
-from acp_conformance.plugin.keys import HARNESS, STATE
+from acp_conformance.plugin.keys import HARNESS, POOL_OUTPUT, STATE
 from acp_conformance.plugin.markers import marked_clauses
 from acp_conformance.plugin.outcomes import is_suite_error, test_results
 from acp_conformance.plugin.state import AcpState
@@ -253,6 +253,14 @@ class Reporter:
             self.run.extra["baseline"] = self._gate_result.to_json()
         return self._gate_result
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """An xdist worker ended: keep its pool summary for the terminal summary."""
+        summary = getattr(node, "workeroutput", {}).get(POOL_OUTPUT)
+        if summary:
+            worker = getattr(getattr(node, "gateway", None), "id", "worker")
+            self.state.pool_lines.append(f"[{worker}] {summary}")
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.collect_only:
             return
@@ -264,6 +272,8 @@ class Reporter:
             terminalreporter.write_line(f"ACP {gate.line()}")
         if self.state.fuzz_line:
             terminalreporter.write_line(self.state.fuzz_line)
+        for line in sorted(self.state.pool_lines):
+            terminalreporter.write_line(line)
         path = self.config.getoption("acp_report_json")
         if path:
             terminalreporter.write_line(f"reports: {path} and {Path(path).with_suffix('.md')}")

@@ -50,6 +50,9 @@ class AcpState:
     fuzz_line: str = ""
     #: ``--acp-baseline``: the expected failures (workers mark those tests xfail, the reporter gates).
     baseline: Baseline | None = None
+    #: What each pytest process's pool of warm agent connections did (``ConnectionPool.summary``),
+    #: for the terminal summary: this process's, and on the xdist controller each worker's.
+    pool_lines: list[str] = field(default_factory=list)
 
     @classmethod
     def from_config(cls, config: pytest.Config, role: str) -> AcpState:

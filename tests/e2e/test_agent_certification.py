@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -44,6 +45,12 @@ def test_reference_agent_is_conformant_serially_and_under_xdist(tmp_path: Path) 
     pooled_parallel = run_suite(REFERENCE, tmp_path / "pooled-xdist", "--acp-isolation=connection", "-n", "2")
     assert not isolation_differences(serial, pooled)
     assert not isolation_differences(parallel, pooled_parallel)
+    # What the pools did is in the terminal summary (it was captured as a test's teardown output
+    # and shown to nobody): one line for the only process, one per xdist worker.
+    assert re.search(r"^acp-conformance: \d+ agent connections? lent, \d+ processes started", pooled.stdout, re.M)
+    workers = re.findall(r"^\[gw\d\] acp-conformance: \d+ agent connections? lent", pooled_parallel.stdout, re.M)
+    assert len(workers) == 2, pooled_parallel.stdout[-3000:]
+    assert "acp-conformance:" not in serial.stdout  # process mode has no pool
     for run in (serial, parallel):
         assert run.report["verdict"]["conformant"], run.stdout[-3000:]
         assert run.returncode == 0
