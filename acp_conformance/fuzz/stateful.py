@@ -169,7 +169,8 @@ class AgentSessions(RuleBasedStateMachine):
             resp: Response = self.call(self._wait, rid, what)
             return resp
         except PeerError as exc:
-            self.fail("jsonrpc.every-request-answered", f"{what} was not answered ({exc.message})", exc.unproven)
+            unproven = self.why_unproven(rid)
+            self.fail("jsonrpc.every-request-answered", f"{what} was not answered ({exc.message})", unproven)
             return None
 
     def wait_cancelled(self, turn: _Turn) -> Response | None:
@@ -185,9 +186,20 @@ class AgentSessions(RuleBasedStateMachine):
             return None
         except PeerError as exc:
             self.fail(
-                "jsonrpc.every-request-answered", f"session/prompt was not answered ({exc.message})", exc.unproven
+                "jsonrpc.every-request-answered",
+                f"session/prompt was not answered ({exc.message})",
+                self.why_unproven(turn.rid),
             )
             return None
+
+    def why_unproven(self, rid: Any) -> str:
+        """``Peer.why_unproven``, asked in the peer's own event loop (its reader may be adding an
+        answer meanwhile: the tables it reads are the loop's)."""
+        why: str = self.call(self._why_unproven, rid)
+        return why
+
+    async def _why_unproven(self, rid: Any) -> str:
+        return self.peer.why_unproven(rid)
 
     async def _wait(self, rid: Any, what: str, flag: bool = True) -> Response:
         return await self.peer.wait_response(rid, method=what, timeout=self.ctx.acp.config.timeout, flag=flag)
@@ -335,7 +347,7 @@ class AgentSessions(RuleBasedStateMachine):
             self.fail(
                 "jsonrpc.every-request-answered",
                 f"{what} neither ended nor asked anything ({exc.message})",
-                self.peer.why_unproven(turn.rid),
+                self.why_unproven(turn.rid),
             )
 
     async def _until_answer_or_permission(self, turn: _Turn) -> None:
@@ -530,7 +542,7 @@ class AgentSessions(RuleBasedStateMachine):
         running = [t.rid for t in self.turns.values() if t.left_running]
         pending = [(rid, m) for rid, m in self.peer.conn.pending_outgoing if not any(same_id(rid, r) for r in running)]
         if pending:
-            why = [self.peer.why_unproven(rid) for rid, _ in pending]
+            why = [self.why_unproven(rid) for rid, _ in pending]
             proven = [p for p, w in zip(pending, why, strict=True) if not w]
             # One request proven unanswered is the finding; only when none is, it is not a verdict.
             unproven = "" if proven else "; ".join(sorted(set(why)))
