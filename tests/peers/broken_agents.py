@@ -23,8 +23,9 @@ if __name__ == "__main__":  # run as a file: make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.events import Notification, Request
-from acp_conformance.peer import HandlerError, Peer
+from acp_conformance.core.events import Event, Notification, Request, Response
+from acp_conformance.peer import NO_ANSWER, HandlerError, Peer, RequestHandler
+from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent, Session, Turn
 from mock_agent.cli import main
 from tests.peers._breakage import Breakage, Filtered, Json
@@ -200,6 +201,39 @@ class IgnoresExtensionRequests(MockAgent):
             raise HandlerError(-32601, f"method not found: {req.method}")
 
         peer.default_handler = anything
+
+
+class WedgedByDuplicateAnswer(MockAgent):
+    """Once the client answers one of its requests a second time, it answers nothing more: the
+    turn it was running never ends and every later request goes unanswered (a client's mistake
+    the agent must shrug off, scenario permission-duplicate-answer)."""
+
+    def make_peer(self, transport: Transport) -> Peer:
+        peer = super().make_peer(transport)
+        self.wedged = False
+
+        def watch(events: list[Event]) -> list[Event]:
+            if any(isinstance(e, Response) and e.duplicate for e in events):
+                self.wedged = True
+            return events
+
+        peer.inbound_filter = watch
+        return peer
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+
+        def unless_wedged(handler: RequestHandler) -> RequestHandler:
+            async def wrapped(req: Request) -> Any:
+                if self.wedged:
+                    return NO_ANSWER
+                result = await handler(req)
+                return NO_ANSWER if self.wedged else result
+
+            return wrapped
+
+        for method, handler in list(peer.handlers.items()):
+            peer.handlers[method] = unless_wedged(handler)
 
 
 class ExitsOnUnknownNotification(MockAgent):
@@ -470,6 +504,8 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         also=frozenset({"jsonrpc.every-request-answered"}),
         why_also="the unanswered _-requests are waited for in vain, as any unanswered request",
     ),
+    # The permission-duplicate-answer scenario's proof: its steps judge jsonrpc.every-request-answered.
+    "wedged-by-duplicate-answer": Breakage(WedgedByDuplicateAnswer, "jsonrpc.every-request-answered"),
     # Once it has exited, the requests that follow go unanswered, but nothing shows it had read them:
     # no jsonrpc.every-request-answered FAIL (Peer.wait_response).
     "exits-on-unknown-notification": Breakage(ExitsOnUnknownNotification, "ext.notification.ignore", status="WARN"),
