@@ -37,26 +37,30 @@ def targets(summary: dict[str, Any], config: dict[str, Any]) -> list[dict[str, A
 
     if e2e:
         ups, rts = "updates/s, mocks (validation on) vs", "prompt round trips/s, mocks (validation on) vs"
+        # Issue 18's targets: the mocks trail no SDK (updates 2x both, round trips 1.0x both, 1.5x
+        # the stretch goal, reported on rows of its own).
         ratio_target(f"{ups} TypeScript SDK", "ts-sdk", "updates_per_s", "cpu_upd", 2.0)
-        ratio_target(f"{ups} Python SDK", "py-sdk", "updates_per_s", "cpu_upd", 3.0)
-        ratio_target(f"{rts} TypeScript SDK", "ts-sdk", "rt_per_s", "cpu_rt", 1.5)
-        ratio_target(f"{rts} Python SDK", "py-sdk", "rt_per_s", "cpu_rt", 1.5)
+        ratio_target(f"{ups} Python SDK", "py-sdk", "updates_per_s", "cpu_upd", 2.0)
+        ratio_target(f"{rts} TypeScript SDK", "ts-sdk", "rt_per_s", "cpu_rt", 1.0)
+        ratio_target(f"{rts} Python SDK", "py-sdk", "rt_per_s", "cpu_rt", 1.0)
+        ratio_target(f"{rts} TypeScript SDK (stretch)", "ts-sdk", "rt_per_s", "cpu_rt", 1.5)
+        ratio_target(f"{rts} Python SDK (stretch)", "py-sdk", "rt_per_s", "cpu_rt", 1.5)
     cold = (summary.get("e2e") or {}).get("cold", {}).get(BASELINE)
     if cold:
         s = cold["ms"]
         t = _judge(
             "mock agent cold start to initialize response",
-            "< 150 ms",
+            "< 120 ms",
             _m(s),
             _m(s, "best"),
-            150,
+            120,
             higher=False,
             unit="ms",
         )
         cpu = _m(cold.get("cpu_ms"))
         t["cpu_basis"] = cpu
         t["cpu_text"] = "-" if cpu is None else f"{cpu:.0f} ms CPU"
-        _cpu_rescue(t, cpu is not None and cpu < 150)
+        _cpu_rescue(t, cpu is not None and cpu < 120)
         out.append(t)
     rss = stacks.get(BASELINE, {}).get("agent_peak_rss_mib")
     if rss:
