@@ -43,20 +43,22 @@ def needs_fuzzing(name: str, breaks: str) -> bool:
     return name.startswith("fuzz-") or breaks in FUZZ_ONLY
 
 
-def targeted_selection(breaks: str, also: frozenset[str]) -> set[str]:
+def targeted_selection(breaks: str, also: frozenset[str], quiet: frozenset[str] = frozenset()) -> set[str]:
     """The clauses whose tests a targeted proof runs: the target and its collateral, except
     collateral stream-level clauses no test is bound to.  Those are judged on whatever traffic
     runs, and selecting one would run the whole suite (the plugin keeps every test for it); the
-    subset check below still catches them if they fire outside the declared set."""
+    subset check below still catches them if they fire outside the declared set.  ``quiet``:
+    clauses whose tests must run and find nothing (``Breakage.quiet``)."""
     bound = bindings("agent")
-    return {breaks} | {c for c in also if c in bound or c not in passive_clauses("agent")}
+    return {breaks} | quiet | {c for c in also if c in bound or c not in passive_clauses("agent")}
 
 
 @pytest.mark.parametrize("name", sorted(BREAKAGES))
 def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> None:
     b = BREAKAGES[name]
     targeted = os.environ.get("ACP_PROOF", "full") == "targeted"
-    select = [f"--acp-clause={cid}" for cid in sorted(targeted_selection(b.breaks, b.also))] if targeted else []
+    clauses = sorted(targeted_selection(b.breaks, b.also, b.quiet)) if targeted else []
+    select = [f"--acp-clause={cid}" for cid in clauses]
     if targeted and b.fuzz:
         # Only the campaign that finds it (as for clients), bounded by its examples, not the clock,
         # and 2 s to shrink: the finding comes within the first examples of the default seed.

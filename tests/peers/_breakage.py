@@ -94,6 +94,9 @@ class Breakage(Generic[P]):
     why_also: str = ""
     #: Extra suite options the proof passes (e.g. ``--acp-auth-method`` for an agent requiring auth).
     suite_args: tuple[str, ...] = ()
+    #: Agents: clauses whose tests a targeted proof runs as well, though the breakage must give them
+    #: no finding: the proof that a rule keeping a FAIL away holds (a full proof runs them anyway).
+    quiet: frozenset[str] = field(default_factory=frozenset)
     #: The fuzz campaign (test name) that finds the breakage: targeted proofs run only it.
     fuzz: str = ""
     #: Clients: a file of the scenario library (scenarios/client/, by its id) whose suite test must give

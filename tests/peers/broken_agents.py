@@ -89,6 +89,19 @@ class NumericIdsForStrings(_Filtered):
         return msg
 
 
+class MisaddressesCancelledTurns(_Filtered):
+    """Answers a cancelled turn (stopReason cancelled) under an id of its own making, and every
+    other request correctly: each such answer is a response matching no request of ours (the echo
+    clause's breach), and the cancelled turn is then without an answer under its id, which proves
+    nothing about the cancel clauses (``Peer.why_unproven``: perhaps that was its answer)."""
+
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        result = msg.get("result")
+        if "method" not in msg and isinstance(result, dict) and result.get("stopReason") == "cancelled":
+            msg["id"] = f"cancelled-{msg.get('id')}"
+        return msg
+
+
 class RefusesStringIds(MockAgent):
     """Takes only integer request ids: a string id gets -32600, under that id (it read it),
     whatever the method (those it does not implement too)."""
@@ -450,6 +463,24 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         also=frozenset({"jsonrpc.survives-invalid-input"}),
         why_also="the fuzzer's invalid requests under a string id (input the spec forbids us to send) are "
         "answered under a number too: a robustness finding",
+    ),
+    # A cancelled turn's answer under an id we never sent: the echo clause, once; the cancel clauses
+    # that wait for that answer (cancel.*, cancelreq.must-answer) are INCONCLUSIVE, not FAILed or
+    # WARNed for a silence the stray may have been the answer to (Peer.why_unproven).
+    "misaddresses-cancelled-turns": Breakage(
+        MisaddressesCancelledTurns,
+        "jsonrpc.response-id-echo",
+        quiet=frozenset(
+            {
+                "cancel.stop-asap",
+                "cancel.stop-reason",
+                "cancel.no-error",
+                "cancel.updates-before-response",
+                "cancelreq.must-answer",
+                "perm.agent-cancel-race",
+                "session.close.cancels-work",
+            }
+        ),
     ),
     # session/new under a string id refused where the same request under an integer id succeeds.
     "refuses-string-ids": Breakage(RefusesStringIds, "jsonrpc.id-types"),
