@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from acp_conformance.endpoints.client import Turn
+from acp_conformance.errors import PeerError, PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.plugin.keys import STATE
 from acp_conformance.plugin.outcomes import Inconclusive, NotApplicable
@@ -17,7 +18,7 @@ from acp_conformance.results import Status
 if TYPE_CHECKING:  # the scenario models (pydantic) load only in the tests that play scenario files
     from acp_conformance.scenario.result import ScenarioResult
 
-__all__ = ["conclude", "inconclusive", "new_session", "not_applicable", "run_turn"]
+__all__ = ["conclude", "inconclusive", "new_session", "not_applicable", "run_turn", "unless_answered_elsewhere"]
 
 
 def not_applicable(reason: str) -> NoReturn:
@@ -28,6 +29,16 @@ def not_applicable(reason: str) -> NoReturn:
 def inconclusive(reason: str) -> NoReturn:
     """The run could not judge the clause (e.g. a race it could not provoke)."""
     raise Inconclusive(reason)
+
+
+def unless_answered_elsewhere(exc: PeerError) -> None:
+    """For a check about to judge the silence ``exc`` of one of our requests on a clause other than
+    the request's own answer: INCONCLUSIVE when a response under an id matching nothing we sent came
+    meanwhile (``Peer.why_unproven``: perhaps that was its answer, under the wrong id, the echo
+    clause's breach).  A peer that exited is left to the caller: whether its exit is the finding
+    depends on the clause."""
+    if isinstance(exc, PeerTimeout) and exc.unproven:
+        inconclusive(f"no answer under its id, but not proven unanswered: {exc.message}")
 
 
 async def new_session(acp: AgentHarness, conn: Connection) -> str:

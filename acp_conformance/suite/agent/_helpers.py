@@ -27,7 +27,7 @@ from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.plugin.markers import marked_clauses
 from acp_conformance.results import Status
-from acp_conformance.suite._support import inconclusive, not_applicable
+from acp_conformance.suite._support import inconclusive, not_applicable, unless_answered_elsewhere
 
 __all__ = [
     "AUTH_REQUIRED",
@@ -273,8 +273,8 @@ async def wait_prompt_response(
     try:
         return await conn.peer.wait_response(rid, method="session/prompt", timeout=timeout, flag=full)
     except PeerTimeout as exc:
-        if not flag and exc.unproven:
-            inconclusive(f"no session/prompt answer under its id, but its absence is not proven: {exc.message}")
+        if not flag:
+            unless_answered_elsewhere(exc)
         return None
 
 

@@ -11,7 +11,7 @@ from acp_conformance.endpoints.agent import PermissionAnswer, PromptTurn
 from acp_conformance.errors import PeerError, PeerExited
 from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.results import Status, breach_status
-from acp_conformance.suite._support import inconclusive, not_applicable
+from acp_conformance.suite._support import inconclusive, not_applicable, unless_answered_elsewhere
 
 __all__ = [
     "advertised",
@@ -134,6 +134,7 @@ async def still_answers(
         acp.check(clause, False, f"the client to keep answering requests after {after}", exc.message)
         return None
     except PeerError as exc:
+        unless_answered_elsewhere(exc)
         acp.check(clause, False, f"the client to keep answering requests after {after}", exc.message)
         return None
     acp.check(
