@@ -31,13 +31,14 @@ def inconclusive(reason: str) -> NoReturn:
     raise Inconclusive(reason)
 
 
-def unless_answered_elsewhere(exc: PeerError) -> None:
-    """For a check about to judge the silence ``exc`` of one of our requests on a clause other than
-    the request's own answer: INCONCLUSIVE when a response under an id matching nothing we sent came
-    meanwhile (``Peer.why_unproven``: perhaps that was its answer, under the wrong id, the echo
-    clause's breach).  A peer that exited is left to the caller: whether its exit is the finding
-    depends on the clause."""
-    if isinstance(exc, PeerTimeout) and exc.unproven:
+def unless_answered_elsewhere(exc: PeerError, *, own_answer: bool = False) -> None:
+    """For a check about to judge the silence ``exc`` of one of our requests: INCONCLUSIVE when the
+    silence is not proven (``Peer.why_unproven``).  A response under an id matching nothing we sent
+    came meanwhile (perhaps its answer, under the wrong id: the echo clause's breach) always counts;
+    a peer that exited without anything showing it had read the request counts only for a clause
+    about that request's own answer (``own_answer``, e.g. ``cancelreq.must-answer``), since for
+    another clause the exit itself may be the finding."""
+    if exc.unproven and (own_answer or isinstance(exc, PeerTimeout)):
         inconclusive(f"no answer under its id, but not proven unanswered: {exc.message}")
 
 
