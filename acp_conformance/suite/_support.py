@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from acp_conformance.endpoints.client import Turn
-from acp_conformance.errors import PeerError, PeerTimeout
+from acp_conformance.errors import PeerError, PeerExited, PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.plugin.keys import STATE
 from acp_conformance.plugin.outcomes import Inconclusive, NotApplicable
@@ -38,7 +38,9 @@ def unless_answered_elsewhere(exc: PeerError, *, own_answer: bool = False) -> No
     a peer that exited without anything showing it had read the request counts only for a clause
     about that request's own answer (``own_answer``, e.g. ``cancelreq.must-answer``), since for
     another clause the exit itself may be the finding."""
-    if exc.unproven and (own_answer or isinstance(exc, PeerTimeout)):
+    # An exit's reason is the stray when the peer had provably read the request (``read_proven``).
+    stray = isinstance(exc, PeerTimeout) or (isinstance(exc, PeerExited) and exc.read_proven)
+    if exc.unproven and (own_answer or stray):
         inconclusive(f"no answer under its id, but not proven unanswered: {exc.message}")
 
 
