@@ -78,6 +78,8 @@ P = TypeVar("P", bound=MockAgent | MockClient)
 
 #: Fields only the client proofs (tests/e2e/test_broken_clients.py) read.
 _CLIENT_ONLY = ("scenario", "prompts_on_stdin")
+#: Fields only the agent proofs (tests/e2e/test_broken_agents.py) read.
+_AGENT_ONLY = ("quiet",)
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ class Breakage(Generic[P]):
     why_also: str = ""
     #: Extra suite options the proof passes (e.g. ``--acp-auth-method`` for an agent requiring auth).
     suite_args: tuple[str, ...] = ()
-    #: Agents: clauses whose tests a targeted proof runs as well, though the breakage must give them
+    #: Agents only: clauses whose tests a targeted proof runs as well, though the breakage must give them
     #: no finding: the proof that a rule keeping a FAIL away holds (a full proof runs them anyway).
     quiet: frozenset[str] = field(default_factory=frozenset)
     #: The fuzz campaign (test name) that finds the breakage: targeted proofs run only it.
@@ -107,8 +109,10 @@ class Breakage(Generic[P]):
     prompts_on_stdin: bool = False
 
     def __post_init__(self) -> None:
-        if not issubclass(self.peer, MockClient):
-            # The agent proofs would silently ignore them.
-            given = [name for name in _CLIENT_ONLY if getattr(self, name)]
-            if given:
-                raise TypeError(f"{self.peer.__name__}: {', '.join(given)} only apply to broken clients")
+        # The other role's proofs would silently ignore them.
+        client = issubclass(self.peer, MockClient)
+        given = [name for name in (_AGENT_ONLY if client else _CLIENT_ONLY) if getattr(self, name)]
+        if given:
+            raise TypeError(
+                f"{self.peer.__name__}: {', '.join(given)} only apply to broken {'agents' if client else 'clients'}"
+            )
