@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +37,7 @@ import anyio.lowlevel
 from acp_conformance._tasks import LightTasks
 from acp_conformance._util import single_exception
 from acp_conformance.core import jsonrpc
-from acp_conformance.core.connection import AnsweringConnection, Connection, Role
+from acp_conformance.core.connection import AnsweringConnection, Connection, Role, idless_error
 from acp_conformance.core.events import (
     Event,
     EventLog,
@@ -61,7 +61,20 @@ from acp_conformance.transport.base import Transport
 if TYPE_CHECKING:  # jsonschema_rs stays off the mocks' start-up path until a frame is validated
     from acp_conformance.schema.validator import SchemaValidator
 
-__all__ = ["MAX_INFLIGHT", "NO_ANSWER", "OUTBOX_BUDGET", "DeadlineMemory", "HandlerError", "Peer", "RequestHandler"]
+__all__ = [
+    "IDLESS",
+    "MAX_INFLIGHT",
+    "NO_ANSWER",
+    "OUTBOX_BUDGET",
+    "DeadlineMemory",
+    "HandlerError",
+    "Peer",
+    "RequestHandler",
+    "NOT_STRAY",
+    "stray_id",
+    "stray_words",
+    "strays_in",
+]
 
 
 #: Inbound requests handled at once (not counting handlers waiting on the peer); at this
@@ -69,6 +82,37 @@ __all__ = ["MAX_INFLIGHT", "NO_ANSWER", "OUTBOX_BUDGET", "DeadlineMemory", "Hand
 MAX_INFLIGHT = 256
 #: Responses matching no request of ours remembered (``Peer.strays_since``): the newest.
 STRAYS_KEPT = 64
+#: The id ``strays_since`` gives an answer without any id (a stray's id is never null: a null-id
+#: error is the legitimate answer to a line the peer could not read).
+IDLESS = None
+
+
+#: What ``stray_id`` gives an event that is no stray.
+NOT_STRAY = object()
+
+
+def stray_id(ev: Event) -> Any:
+    """The id ``strays_since`` keeps for ``ev`` (``IDLESS``: an answer without any id), or
+    ``NOT_STRAY``.  The one definition of a stray, for the peer and for the fuzz examples."""
+    if isinstance(ev, Response):
+        return ev.id if ev.stray and not ev.duplicate else NOT_STRAY
+    if isinstance(ev, Violation) and ev.clause_id == "jsonrpc.response-id-echo" and idless_error(ev) is not None:
+        # Not an answer to a notification nor to a line we malformed (those are other clauses'
+        # violations, ``Connection._idless``): an answer that lost its id.
+        return IDLESS
+    return NOT_STRAY
+
+
+def strays_in(events: Iterable[Event]) -> list[Any]:
+    """The ids of the strays among ``events`` (``Peer.strays_since``'s, for a window of events)."""
+    return [sid for ev in events if (sid := stray_id(ev)) is not NOT_STRAY]
+
+
+def stray_words(sid: Any) -> str:
+    """A stray of ``Peer.strays_since`` in a finding's words."""
+    if sid is IDLESS:
+        return "an error without any id, which answers no notification of ours,"
+    return f"a response under id {sid!r}, which matches no request we sent,"
 
 
 class _Slot:
@@ -130,8 +174,9 @@ class Peer:
         #: that the peer had read a request it never answered (``_answered_after``).
         self._sent_seq: dict[tuple[str, Any], int] = {}
         self._sent_count = 0
-        #: Responses whose id matched no request of ours (``Response.stray``): how many requests
-        #: we had sent when each came, and its id (``strays_since``).
+        #: Responses whose id matched no request of ours (``Response.stray``), and answers without
+        #: any id that the core took for responses which lost theirs: how many requests we had sent
+        #: when each came, and its id (``IDLESS`` for the latter; ``strays_since``).
         self._strays: deque[tuple[int, Any]] = deque(maxlen=STRAYS_KEPT)
         #: The waiters for each response (``_answer_or``), woken when it (or EOF) arrives, so a
         #: waiter is not woken by every frame of a long stream of updates.
@@ -295,6 +340,8 @@ class Peer:
             self._append(ev)
             if isinstance(ev, Violation):
                 pending.append(ev)
+                if (sid := stray_id(ev)) is not NOT_STRAY:
+                    self._strays.append((self._sent_count, sid))
                 continue
             entry = self.transcript.add("in", ev.raw, ev.message)
             if pending:
@@ -582,13 +629,14 @@ class Peer:
                     self._awaited.pop(key, None)
 
     def strays_since(self, rid: Any) -> list[Any]:
-        """The ids of responses matching no request of ours that came after we sent ``rid``.
+        """The ids of responses matching no request of ours that came after we sent ``rid``
+        (``IDLESS`` for an error without any id that answers no notification of ours).
 
         The one rule for a request of ours left without an answer under its own id while such a
-        response came: that response may be its answer under the wrong id, a breach of
-        ``jsonrpc.response-id-echo`` the connection has flagged on it; that the request went
-        unanswered is then not proven (no ``jsonrpc.every-request-answered`` finding).  Pairing
-        the two is not proven either, so nothing else is taken from that response."""
+        response came: that response may be its answer under the wrong id, or with its id lost, a
+        breach of ``jsonrpc.response-id-echo`` the connection has flagged on it; that the request
+        went unanswered is then not proven (no ``jsonrpc.every-request-answered`` finding).
+        Pairing the two is not proven either, so nothing else is taken from that response."""
         seq = self._sent_seq.get(jsonrpc.id_key(rid))
         if seq is None:
             return []
@@ -611,8 +659,8 @@ class Peer:
         if not strays:
             return ""
         return (
-            f"a response under id {strays[0]!r}, which matches no request we sent, came meanwhile: perhaps "
-            "its answer under the wrong id (jsonrpc.response-id-echo), so no answer is not proven"
+            f"{stray_words(strays[0])} came meanwhile: perhaps its answer under the wrong id or with its id "
+            "lost (jsonrpc.response-id-echo), so no answer is not proven"
         )
 
     def _answered_after(self, key: tuple[str, Any]) -> str | None:

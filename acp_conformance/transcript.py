@@ -291,6 +291,21 @@ class Transcript:
     def note(self, text: str) -> None:
         self.add("note", text)
 
+    def set_aside(self, violations: Iterable[Violation], why: str) -> int:
+        """Remove ``violations`` (from the list and from their entries), noting ``why``: a test
+        judged what they show on a clause of its own (one defect, one clause).  How many went."""
+        gone = 0
+        for v in violations:
+            if v in self.violations:
+                self.violations.remove(v)
+                gone += 1
+            for entry in self.entries:
+                if v in entry.violations:
+                    entry.violations.remove(v)
+        if gone:
+            self.note(f"{why}: {gone} finding(s) set aside")
+        return gone
+
     # ---------------------------------------------------------------- queries
     def frames(self, direction: Direction | None = None) -> Iterator[Entry]:
         for e in self.entries:

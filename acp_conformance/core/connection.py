@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+import orjson
+
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import (
     Event,
@@ -37,7 +39,25 @@ from acp_conformance.errors import LocalProtocolError
 #: it back whole as what it is, an error answering a line of ours (zed's carry the line in ``data``).
 IDLESS_RAW = 65536
 
-__all__ = ["AnsweringConnection", "Connection", "Role"]
+__all__ = ["AnsweringConnection", "Connection", "Role", "idless_error"]
+
+
+def idless_error(ev: object) -> dict[str, Any] | None:
+    """The error in ``ev`` when it is an answer without an ``id`` member at all, else None.
+
+    The core logs such an answer as a violation (``Connection._idless``), not as a ``Response``:
+    nothing pairs it with a request.  Its readers decide what it answered: a fuzz example takes it
+    for the peer's word on a line it could not or would not read, a scripted test for its one
+    request in flight, and ``Peer.strays_since`` for a possible answer whose id got lost."""
+    if not isinstance(ev, Violation) or not ev.raw:
+        return None
+    try:
+        msg = orjson.loads(ev.raw)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(msg, dict) and "error" in msg and not msg.keys() & {"id", "method", "result"}:
+        return msg
+    return None
 
 
 class Role(enum.Enum):

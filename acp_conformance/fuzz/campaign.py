@@ -40,6 +40,7 @@ from hypothesis.strategies import SearchStrategy
 
 from acp_conformance.clauses import registry
 from acp_conformance.core import jsonrpc
+from acp_conformance.core.connection import idless_error
 from acp_conformance.core.events import Event, Response, Violation
 from acp_conformance.core.ids import id_key, rounded_echo, same_id
 from acp_conformance.errors import AcpError, ConformanceFailure, PeerError, PeerTimeout
@@ -57,7 +58,7 @@ from acp_conformance.fuzz._budget import (
 )
 from acp_conformance.fuzz._expect import Expect, Frame, Problem
 from acp_conformance.fuzz._findings import Finding, FuzzFinding, Recorder, finding_type, record_findings
-from acp_conformance.peer import Peer
+from acp_conformance.peer import Peer, stray_words, strays_in
 from acp_conformance.results import Status, breach_status
 from acp_conformance.transcript import Transcript
 
@@ -177,9 +178,10 @@ class Live:
     #: (clause, message) of the violations the connection showed before any example: the peer's
     #: own defects on valid traffic (a result missing a required member), not provoked by a frame.
     baseline: frozenset[tuple[str, str]] = frozenset()
-    #: How the peer answers its probe under a string id when that differs from the integer id's
-    #: answer ("" when it does not), once asked (``_string_ids_refused``); None: not asked yet.
-    string_ids: str | None = None
+    #: For each kind of id (``odd_id_kind``): how the peer answers its probe under such an id when
+    #: that differs from the plain integer id's answer ("" when it does not), once asked
+    #: (``_ids_refused``); a kind not in it has not been asked yet.
+    refused_ids: dict[str, str] = field(default_factory=dict)
 
 
 Judge = Callable[[Frame, Live], Expect]
@@ -497,7 +499,7 @@ class FrameFuzzer(ABC):
                             or rounded_echo(ev.id, rid)
                             or (idless_ok and ev.id is None and ev.is_error)
                         )
-                    return idless_ok and _idless_error(ev) is not None
+                    return idless_ok and idless_error(ev) is not None
 
                 waited = await self._await_answer(peer, answered, mark, why)
                 if waited is not None and waited < self.timeout:
@@ -572,61 +574,118 @@ class FrameFuzzer(ABC):
         _excuse(live, frame, window, responses)
         if why is not None:
             _reattribute(live, frame, window, why, probe_keys)
-        if problems and isinstance(rid, str) and (not answers or any("error" in a for a in answers)):
-            refusal = await self._string_ids_refused(live)
-            if refusal:
-                self._note(
-                    f"(fuzz) {frame.describe()}: {problems[0].message}, but the {self.role} refuses string ids "
-                    f"whatever the request ({refusal}): jsonrpc.id-types, judged by its own test, not here"
-                )
-                return []
+        if await self._refused_id(live, frame, problems, answers, window):
+            return []
         return problems
 
-    async def _string_ids_refused(self, live: Live) -> str:
-        """How the peer answers its probe under a string id, when that is an error, or silence,
-        where the probe under an integer id is answered otherwise ("" if not; asked once a
-        connection, once a frame under a string id got an error or no answer).
+    async def _refused_id(
+        self, live: Live, frame: Frame, problems: list[Problem], answers: list[Any], window: list[Event]
+    ) -> bool:
+        """Whether what ``frame`` got is the peer's refusal of every id of its kind (``_ids_refused``):
+        an error or no answer where it found problems, or an error without an id (on a malformed
+        frame too, where that was taken as the frame's answer).  Then it is ``jsonrpc.id-types``'s,
+        judged by its scripted test: the example's problems are dropped and that error set aside."""
+        kind = odd_id_kind(frame.id) if frame.has_id else None
+        idless = [v for v in window if idless_error(v) is not None]
+        if not kind or not (idless or (problems and (not answers or any("error" in a for a in answers)))):
+            return False
+        refusal = await self._ids_refused(live, kind)
+        if not refusal:
+            return False
+        if problems:
+            self._note(
+                f"(fuzz) {frame.describe()}: {problems[0].message}, but the {self.role} refuses {kind} ids "
+                f"whatever the request ({refusal}): jsonrpc.id-types, judged by its own test, not here"
+            )
+        live.conn.transcript.set_aside(
+            idless, f"(fuzz) an error without an id answering {frame.describe()}: the {kind}-id refusal"
+        )
+        return True
 
-        A peer that refuses or ignores string ids does so to every frame under one: that is one
-        breach, of ``jsonrpc.id-types`` (its scripted test compares the two ids on one request),
-        not one for each clause whose campaign drew a string id (a ``_meta`` refused, a wrong error
-        code, a request unanswered).  Silence with a response under an id matching nothing we
-        sent is not refusal: the echo clause's breach (``Peer.strays_since``)."""
-        if live.string_ids is None:
+    async def _ids_refused(self, live: Live, kind: str) -> str:
+        """How the peer answers its probe under an id of ``kind`` (``odd_id_kind``), when that is
+        an error, an error without any id, or silence, where the probe under a plain integer id is
+        answered otherwise ("" if not; asked once a connection and kind, once a frame under such an
+        id got an error or no answer).
+
+        A peer that refuses or ignores string ids (or negative ones) does so to every frame under
+        one: that is one breach, of ``jsonrpc.id-types`` (its scripted test sends one request under
+        each kind of id), not one for each clause whose campaign drew such an id (a ``_meta``
+        refused, a wrong error code, a request unanswered).  Silence with a response under an id
+        matching nothing we sent is not refusal: the echo clause's breach (``Peer.strays_since``).
+        The probe is the only request in flight, so an error without any id answers it."""
+        if kind not in live.refused_ids:
             method, params, validate = live.probe
             peer = live.conn.peer
-            named_id = "acp-fuzz-id-probe"
+            probe_id = ODD_PROBE_IDS[kind]
+            key = id_key(probe_id)
+            refusal = ""
             try:
                 plain = await peer.call(method, params, validate=validate, timeout=self.timeout)
-                await peer.send_request(method, params, validate=validate, id=named_id)
-                named = await peer.wait_response(named_id, method=method, timeout=self.timeout, flag=False)
+                mark = len(peer.events)
+                await peer.send_request(method, params, validate=validate, id=probe_id)
+                # Whichever clause the core gave an error without an id (after a frame we wrote
+                # raw it cannot tell what it answers), it answers the only request in flight.
+                came = await peer.wait_for(
+                    lambda e: (
+                        (isinstance(e, Response) and (id_key(e.id) == key or (e.id is None and e.is_error)))
+                        or idless_error(e) is not None
+                    ),
+                    timeout=self.timeout,
+                    what=f"an answer to the probe under the {kind} id {probe_id!r}",
+                    start=mark,
+                )
             except PeerTimeout as exc:
-                silent = peer.conn.is_outstanding(named_id) and not peer.strays_since(named_id)
-                live.string_ids = f"no answer to its probe {method} ({exc.message})" if silent else ""
-                if peer.conn.is_outstanding(named_id):  # judged here: a late answer is no stray
-                    peer.conn.allow_unpaired(named_id)
-                    peer.conn.forget_outgoing(named_id)
+                if peer.conn.is_outstanding(probe_id) and not peer.strays_since(probe_id):
+                    refusal = f"no answer to its probe {method} ({exc.message})"
             except PeerError:
-                live.string_ids = ""
+                pass
             else:
-                code = named.error.get("code") if named.is_error and isinstance(named.error, dict) else None
-                same = plain.is_error and isinstance(plain.error, dict) and plain.error.get("code") == code
-                live.string_ids = f"error {code!r} to its probe {method}" if named.is_error and not same else ""
-        return live.string_ids
+                if isinstance(came, Response) and came.id is None:
+                    refusal = f"an error with id null to its probe {method}"
+                elif isinstance(came, Response):
+                    code = came.error.get("code") if came.is_error and isinstance(came.error, dict) else None
+                    same = plain.is_error and isinstance(plain.error, dict) and plain.error.get("code") == code
+                    refusal = f"error {code!r} to its probe {method}" if came.is_error and not same else ""
+                else:
+                    refusal = f"an error without any id to its probe {method}"
+                    live.conn.transcript.set_aside(
+                        [came], f"(fuzz) an error without an id answering the {kind}-id probe"
+                    )
+            if peer.conn.is_outstanding(probe_id):  # judged here: a late answer is no stray
+                peer.conn.allow_unpaired(probe_id)
+                peer.conn.forget_outgoing(probe_id)
+            live.refused_ids[kind] = refusal
+        return live.refused_ids[kind]
+
+
+#: The probe ids of ``FrameFuzzer._ids_refused``, one per kind of id (``odd_id_kind``).
+ODD_PROBE_IDS: dict[str, Any] = {"string": "acp-fuzz-id-probe", "negative": -4_242_001}
+
+
+def odd_id_kind(rid: Any) -> str | None:
+    """The kind of valid request id a peer might refuse wholesale (``jsonrpc.id-types``): a string,
+    or a negative integer (the schema's ``RequestId`` is any int64); None for the others."""
+    if isinstance(rid, str):
+        return "string"
+    if isinstance(rid, int) and not isinstance(rid, bool) and -(2**63) <= rid < 0:
+        return "negative"
+    return None
 
 
 def _unanswered(missing: Problem, window: Sequence[Event]) -> Problem:
     """``missing`` (no answer under its id, to the example's frame or to a probe behind it), unless
-    a response under an id matching no request of ours came in ``window``: perhaps its answer under
-    the wrong id (``Peer.why_unproven``), the echo clause's breach (flagged on that response), not
-    also a request left unanswered."""
-    strays = [e.id for e in window if isinstance(e, Response) and e.stray]
+    a stray came in ``window`` (a response under an id matching no request of ours, or an error
+    without any id): perhaps its answer under the wrong id or with its id lost
+    (``Peer.why_unproven``), the echo clause's breach (flagged on that response), not also a
+    request left unanswered."""
+    strays = strays_in(window)
     if not strays:
         return missing
     return Problem(
         "jsonrpc.response-id-echo",
-        f"{missing.message}; no answer under its id, but a response under id {strays[0]!r}, which matches no "
-        "request we sent, came in its window (its answer under another id, perhaps)",
+        f"{missing.message}; no answer under its id, but {stray_words(strays[0])} came in its window (its answer "
+        "under another id, or with its id lost, perhaps)",
     )
 
 
@@ -704,35 +763,10 @@ def _excuse(live: Live, frame: Frame, window: list[Any], responses: list[Respons
     }
     if not echo:
         return
-    transcript = live.conn.transcript
-    gone = [v for v in window if isinstance(v, Violation) and v.clause_id in ID_ECHO_CLAUSES and v.index in echo]
-    for v in gone:
-        if v in transcript.violations:
-            transcript.violations.remove(v)
-        for entry in transcript.entries:
-            if v in entry.violations:
-                entry.violations.remove(v)
-    if gone:
-        transcript.note(
-            f"(fuzz) {len(gone)} finding(s) on an answer echoing the deliberately odd id {frame.id!r:.60} "
-            "set aside: the fuzz test judges that answer itself"
-        )
-
-
-def _idless_error(ev: Event) -> dict[str, Any] | None:
-    """An error the peer sent with no ``id`` member at all.  The core logs it as a violation, not as
-    a ``Response`` (nothing pairs it with a request), but for a fuzz frame it is an answer like an
-    error with a null id: what the peer said to a line it could not, or would not, read (zed's
-    codex-acp answers every line its parser rejects so, with the line in ``data``)."""
-    if not isinstance(ev, Violation) or not ev.raw:
-        return None
-    try:
-        msg = orjson.loads(ev.raw)
-    except orjson.JSONDecodeError:
-        return None
-    if isinstance(msg, dict) and "error" in msg and not msg.keys() & {"id", "method", "result"}:
-        return msg
-    return None
+    live.conn.transcript.set_aside(
+        [v for v in window if isinstance(v, Violation) and v.clause_id in ID_ECHO_CLAUSES and v.index in echo],
+        f"(fuzz) an answer echoing the deliberately odd id {frame.id!r:.60}: the fuzz test judges that answer itself",
+    )
 
 
 def _idless_errors(window: Sequence[Any]) -> list[dict[str, Any]]:
@@ -740,7 +774,7 @@ def _idless_errors(window: Sequence[Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     frames: set[int] = set()
     for ev in window:
-        msg = _idless_error(ev)
+        msg = idless_error(ev)
         if msg is None or ev.index in frames:
             continue
         if ev.index is not None:

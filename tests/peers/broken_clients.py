@@ -181,6 +181,17 @@ class IgnoresStringIds(FilteredClient):
         return msg
 
 
+class RefusesNegativeIds(FilteredClient):
+    """Reads request ids as unsigned integers: its answer to a request under a negative id is an
+    error without any id, as for a line it cannot parse (what zed's codex-acp does as an agent)."""
+
+    def mangle(self, msg: Json) -> Any:
+        rid = msg.get("id")
+        if "method" not in msg and isinstance(rid, int) and not isinstance(rid, bool) and rid < 0:
+            return {"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}}
+        return msg
+
+
 class DuplicatePermissionAnswer(FilteredClient):
     def mangle(self, msg: Json) -> Any:
         result = msg.get("result")
@@ -449,6 +460,14 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     # charge the request as unanswered, and the fuzz campaigns leave frames under a string id to it
     # once the client left their probe under one unanswered too.
     "ignores-string-ids": Breakage(IgnoresStringIds, "jsonrpc.id-types"),
+    # jsonrpc.id-types, not also the echo clause for the answer's missing id.
+    "refuses-negative-ids": Breakage(
+        RefusesNegativeIds,
+        "jsonrpc.id-types",
+        also=frozenset({"jsonrpc.survives-invalid-input"}),
+        why_also="it answers a malformed frame under an id below int64's range (the fuzz campaigns') with an "
+        "error without any id too, where JSON-RPC wants id null: a robustness WARN (zed's codex-acp does the same)",
+    ),
     "duplicate-permission-answer": Breakage(DuplicatePermissionAnswer, "jsonrpc.no-duplicate-response"),
     "never-answers-permission": Breakage(NeverAnswersPermission, "jsonrpc.every-request-answered"),
     "confused-by-duplicate-prompt-response": Breakage(

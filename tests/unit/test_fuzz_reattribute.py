@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Response, Violation
 from acp_conformance.fuzz._expect import Frame, Problem
-from acp_conformance.fuzz.campaign import Live, _reattribute, _unanswered
+from acp_conformance.fuzz.campaign import ODD_PROBE_IDS, Live, _reattribute, _unanswered, odd_id_kind
 from acp_conformance.transcript import Transcript
 
 MISSING_NAME = "session/new result: 'name' is a required property at /configOptions/0"
@@ -82,3 +82,24 @@ def test_no_answer_with_a_stray_in_the_window_is_the_echo_clause_once() -> None:
     parse = Problem("jsonrpc.parse-error", "no answer")
     assert _unanswered(parse, []) is parse
     assert _unanswered(parse, [stray]).clause == "jsonrpc.response-id-echo"
+    # An error without any id that the core took for an answer which lost its id counts the same.
+    idless = Violation(
+        "jsonrpc.response-id-echo",
+        "a response (error) without an id",
+        raw=b'{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}',
+    )
+    p = _unanswered(missing, [idless])
+    assert p.clause == "jsonrpc.response-id-echo" and "without any id" in p.message
+    # Not one the core gave another clause (an answer to a malformed frame of ours, to a notification).
+    robustness = Violation("jsonrpc.survives-invalid-input", "an error without an id", raw=idless.raw)
+    assert _unanswered(missing, [robustness]) is missing
+
+
+def test_odd_id_kinds_are_the_ones_a_peer_may_refuse_wholesale() -> None:
+    """``jsonrpc.id-types`` refusals are recognised by kind: strings and negative integers (the
+    schema's RequestId is any int64); positive integers are the baseline, not an odd kind."""
+    assert odd_id_kind("") == odd_id_kind("7") == "string"
+    assert odd_id_kind(-1) == odd_id_kind(-(2**63)) == "negative"
+    assert odd_id_kind(0) is odd_id_kind(2**53 - 1) is odd_id_kind(None) is odd_id_kind(True) is None
+    assert odd_id_kind(-(2**63) - 1) is None  # past int64: not an id the schema allows
+    assert {odd_id_kind(i) for i in ODD_PROBE_IDS.values()} == set(ODD_PROBE_IDS)

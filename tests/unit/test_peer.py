@@ -13,7 +13,7 @@ import pytest
 from acp_conformance.core.connection import Role
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
-from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
+from acp_conformance.peer import IDLESS, NO_ANSWER, HandlerError, Peer
 from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transport import MemoryTransport, memory_pair
 
@@ -220,6 +220,28 @@ async def test_peer_eof_after_a_stray_leaves_the_missing_answer_unproven() -> No
             with pytest.raises(PeerExited) as info:
                 await client.wait_response(held, method="session/prompt")
             assert info.value.read_proven and "424242" in info.value.unproven
+            assert [v.clause_id for v in client.violations()] == ["jsonrpc.response-id-echo"]
+
+
+async def test_an_error_without_an_id_leaves_a_missing_answer_unproven() -> None:
+    """An error without any id, while a request of ours is in flight, may be that request's answer
+    with its id lost (the echo clause's breach, flagged on it): no answer under the request's id
+    is then not proven, as with a response under a wrong id (``Peer.strays_since``).  The same
+    error answering one of our notifications is that clause's, and proves nothing about requests."""
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+
+            async def lost_its_id(req: Request) -> Any:
+                await agent.send_raw(b'{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"}}\n')
+                return NO_ANSWER
+
+            agent.handlers["session/new"] = lost_its_id
+            rid = await client.send_request("session/new", NEW_SESSION)
+            with pytest.raises(PeerTimeout) as info:
+                await client.wait_response(rid, method="session/new", timeout=0.2)
+            assert "an error without any id" in info.value.unproven
+            assert client.strays_since(rid) == [IDLESS]
+            # Charged once, on the echo clause; not also as a request left unanswered.
             assert [v.clause_id for v in client.violations()] == ["jsonrpc.response-id-echo"]
 
 

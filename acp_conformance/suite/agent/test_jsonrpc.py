@@ -15,7 +15,7 @@ from acp_conformance.endpoints.client import PermissionPolicy
 from acp_conformance.errors import PeerError, PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
-from acp_conformance.suite._support import new_session, not_applicable, run_turn
+from acp_conformance.suite._support import answer_under_id, new_session, not_applicable, run_turn
 from acp_conformance.suite.agent._helpers import PING, describe, error_code, is_prompt_response, wait_prompt_response
 
 pytestmark = pytest.mark.anyio
@@ -77,7 +77,8 @@ async def test_unknown_extension_request_gets_method_not_found(acp_agent: AgentH
 
 @pytest.mark.acp_clause("jsonrpc.response-id-echo", "jsonrpc.id-types")
 async def test_string_and_zero_ids_are_echoed(acp_agent: AgentHarness) -> None:
-    """Our first request uses id 0, then a string id: both must come back unchanged in type and value."""
+    """Our first request uses id 0, then a string and a negative integer id: each must come back
+    unchanged in type and value, and be served as a plain integer id is."""
     async with acp_agent.connect() as conn:  # initialize went out with id 0
         first = conn.peer.events
         zero = next((e for e in first if isinstance(e, Response) and e.method == "initialize"), None)
@@ -89,41 +90,47 @@ async def test_string_and_zero_ids_are_echoed(acp_agent: AgentHarness) -> None:
             "the initialize response to carry id 0",
             f"id {echoed!r}" if zero else "no response matched id 0",
         )
-        await _string_id_is_accepted(acp_agent, conn)
+        await _odd_ids_are_accepted(acp_agent, conn)
 
 
-async def _string_id_is_accepted(acp_agent: AgentHarness, conn: Connection) -> None:
-    """``jsonrpc.id-types``: ``session/new`` under a string id fares as it does under an integer.
+#: The ids ``jsonrpc.id-types`` is judged on, beside the plain positive integers the suite sends:
+#: a string, and a negative integer (the schema's ``RequestId`` is a string or any int64).
+ODD_IDS: tuple[tuple[str, Any], ...] = (("string", "acp-conformance-id-1"), ("negative integer", -1))
 
-    The same request goes out first under an integer id, as the baseline: a peer that does not
-    answer ``session/new`` at all breaks what that call judges, not the id types.  The string-id
-    request's silence is judged here, once: no answer at all is this clause's FAIL; no answer
-    under its id while a response under an id matching no request came is the echo clause's
-    breach (``Peer.strays_since``), which leaves this one open."""
+
+async def _odd_ids_are_accepted(acp_agent: AgentHarness, conn: Connection) -> None:
+    """``jsonrpc.id-types``: ``session/new`` under a string id, and under a negative integer id,
+    fares as it does under a positive integer.
+
+    The same request goes out first under a positive integer id, as the baseline: a peer that
+    does not answer ``session/new`` at all breaks what that call judges, not the id types.  Each
+    odd id's request is the only one in flight (``answer_under_id``): an error without any id is
+    its refusal.  Silence is this clause's FAIL, unless a response under an id matching no request
+    came meanwhile (``Peer.strays_since``: perhaps its answer under the wrong id, the echo
+    clause's breach), which leaves it open."""
     params = {"cwd": str(conn.sandbox.root), "mcpServers": []}
     base = await conn.peer.call("session/new", params)
-    rid = "acp-conformance-id-1"
-    try:
-        await conn.peer.send_request("session/new", params, id=rid)
-        resp: Response | None = await conn.peer.wait_response(rid, method="session/new", flag=False)
-        silence = ""
-    except PeerError as exc:
-        resp, silence = None, exc.message
-    if resp is None and (strays := conn.peer.strays_since(rid)):
+    refused: list[str] = []
+    unproven: list[str] = []
+    for kind, rid in ODD_IDS:
+        got = await answer_under_id(conn.peer, "session/new", params, rid)
+        if why := got.refusal(base):
+            refused.append(f"under the {kind} id {rid!r}: {why}")
+        elif got.response is None:
+            unproven.append(f"no answer under the {kind} id {rid!r}, not proven unanswered: {got.unproven}")
+    if unproven and not refused:
         acp_agent.record(
             "jsonrpc.id-types",
             Status.INCONCLUSIVE,
-            f"no answer under the string id {rid!r}; a response under id {strays[0]!r}, which matches no request "
-            "we sent, came meanwhile (jsonrpc.response-id-echo): whether it took the string id cannot be told",
+            "; ".join(unproven) + " (jsonrpc.response-id-echo): whether it took the id cannot be told",
         )
         return
-    refused = resp is not None and resp.is_error and not base.is_error
     acp_agent.check(
         "jsonrpc.id-types",
-        resp is not None and not refused,
-        f"session/new under the string id {rid!r} answered as under an integer id "
-        f"({'an error' if base.is_error else 'a result'})",
-        f"no answer to the string id ({silence})" if resp is None else describe(resp),
+        not refused,
+        f"session/new under a string id and under a negative integer id answered as under a positive integer "
+        f"id ({'an error' if base.is_error else 'a result'})",
+        "; ".join(refused),
     )
 
 

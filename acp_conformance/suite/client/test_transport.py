@@ -9,7 +9,7 @@ from acp_conformance.checks.shapes import unknown_method_answer
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness.client import ClientHarness
 from acp_conformance.results import Status
-from acp_conformance.suite._support import draft_defs, unless_answered_elsewhere
+from acp_conformance.suite._support import answer_under_id, draft_defs, inconclusive, unless_answered_elsewhere
 from acp_conformance.suite.client._helpers import first_turn, require
 
 pytestmark = pytest.mark.anyio
@@ -69,24 +69,37 @@ async def test_stdin_carries_only_protocol(acp_client: ClientHarness, request: p
     "ext.request.unknown",
 )
 async def test_every_agent_request_is_answered_once(acp_client: ClientHarness) -> None:
-    """Unknown extension requests with integer and string ids get exactly one answer each: -32601."""
+    """Unknown extension requests with integer ids (ours, a large one), a string id and a negative
+    integer id get exactly one answer each: -32601."""
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
         answered: dict[str, bool] = {}
-        for rid in (None, "acp-string-id-1", 424242):
-            kind = f"{'string' if isinstance(rid, str) else 'integer'} id {rid if rid is not None else '(ours)'}"
-            try:
-                sent = await conn.peer.send_request("_acp_conformance/unknown_request", {"probe": True}, id=rid)
-                # The string id's silence is judged below, once, as jsonrpc.id-types's (the integer
-                # ids' as any unanswered request).
-                resp = await conn.peer.wait_response(
-                    sent, method="_acp_conformance/unknown_request", flag=not isinstance(rid, str)
-                )
-            except PeerTimeout as exc:
-                unless_answered_elsewhere(exc)
-                answered[kind] = False
-                continue
+        unread: dict[str, str] = {}  # an odd id's request unanswered: what came instead
+        method, params = "_acp_conformance/unknown_request", {"probe": True}
+        for rid in (None, "acp-string-id-1", 424242, -424242):
+            plain = rid is None or (isinstance(rid, int) and rid >= 0)
+            kind = "string" if isinstance(rid, str) else "integer" if plain else "negative integer"
+            kind = f"{kind} id {rid if rid is not None else '(ours)'}"
+            if plain:
+                try:
+                    sent = await conn.peer.send_request(method, params, id=rid)
+                    resp = await conn.peer.wait_response(sent, method=method)
+                except PeerTimeout as exc:
+                    unless_answered_elsewhere(exc)
+                    answered[kind] = False
+                    continue
+            else:
+                # The odd ids' silence, or an error without any id, is judged below, once, as
+                # jsonrpc.id-types's (the plain ids' as any unanswered request).
+                odd = await answer_under_id(conn.peer, method, params, rid)
+                if odd.unproven:
+                    inconclusive(f"no answer under the {kind}, but not proven unanswered: {odd.unproven}")
+                if odd.response is None:
+                    answered[kind] = False
+                    unread[kind] = odd.idless or odd.silence
+                    continue
+                resp = odd.response
             answered[kind] = True
             err = resp.error if isinstance(resp.error, dict) else {}
             got = f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}"
@@ -118,8 +131,9 @@ async def test_every_agent_request_is_answered_once(acp_client: ClientHarness) -
             acp_client.check(
                 "jsonrpc.id-types",
                 not missing,
-                "requests with string and integer ids answered alike",
-                f"answered: {[k for k, ok in answered.items() if ok]}; never answered: {missing}",
+                "requests with string, positive and negative integer ids answered alike",
+                f"answered: {[k for k, ok in answered.items() if ok]}; never answered: "
+                + "; ".join(f"{k} ({unread[k]})" if k in unread else k for k in missing),
             )
         acp_client.check(
             "ext.request.respond",
