@@ -100,6 +100,34 @@ def sequence_diagram(evidence: str, role: str, clause_id: str, status: str) -> s
     return "\n".join(lines)
 
 
+_MEMBER = re.compile(r'"(id|method)":(-?\d+|"(?:[^"\\]|\\.)*")')
+
+
+def _top_level(text: str, key: str) -> str | None:
+    """The raw value of the member ``key`` of the outermost object in ``text``, a frame that may
+    be cut short (excerpts clip long frames), or None.  A response's ``id`` may come after its
+    ``result``, which holds ids of its own (authMethods, modes): only depth 1 counts."""
+    depth, in_string, escaped = 0, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch == '"':
+            if depth == 1 and (m := _MEMBER.match(text, i)) and m.group(1) == key:
+                return m.group(2)
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+    return None
+
+
 def frames_of(evidence: str) -> list[tuple[str, str]]:
     """``(direction, frame text)`` of each frame line of an evidence excerpt (``->`` sent by the
     suite, ``<-`` by the peer); notes, stderr and profile lines are left out."""
@@ -113,16 +141,16 @@ def judged_frame(frames: list[tuple[str, str]]) -> int:
     probe_ids: set[str] = set()
     for direction, text in frames:
         if direction == "->" and "acp_conformance" in label_of(text).split(" (id")[0]:
-            m = re.search(r'"id":(-?\d+|"[^"]*")', text)
-            if m:
-                probe_ids.add(m.group(1))
+            found = _top_level(text, "id")
+            if found:
+                probe_ids.add(found)
     for n in range(len(frames) - 1, -1, -1):
         direction, text = frames[n]
         label = label_of(text)
         if "acp_conformance" in label.split(" (id")[0]:
             continue
-        m = re.search(r'"id":(-?\d+|"[^"]*")', text)
-        if direction == "<-" and m and m.group(1) in probe_ids and "method" not in text[:80]:
+        rid = _top_level(text, "id")
+        if direction == "<-" and rid and rid in probe_ids and _top_level(text, "method") is None:
             continue
         return n
     return len(frames) - 1
@@ -134,12 +162,12 @@ def label_of(text: str) -> str:
         msg = json.loads(text)
     except ValueError:
         # Excerpts cut long frames: name what the start of the frame still shows.
-        method = re.search(r'"method":"([^"]+)"', text)
-        found = re.search(r'"id":(-?\d+|"[^"]*")', text)
-        if method:
-            return _safe(method.group(1) + (f" (id {found.group(1)})" if found else "") + " ...")
-        if found and '"result"' in text[:200]:
-            return _safe(f"result (id {found.group(1)}) ...")
+        method = _top_level(text, "method")
+        found = _top_level(text, "id")
+        if method and method.startswith('"'):
+            return _safe(method.strip('"') + (f" (id {found})" if found else "") + " ...")
+        if '"result"' in text[:200]:
+            return _safe("result" + (f" (id {found})" if found else "") + " ...")
         return "a line that is not JSON"
     if not isinstance(msg, dict):
         return f"a JSON {type(msg).__name__}, not a message"

@@ -11,6 +11,7 @@ from acp_conformance.reporting import RunResults
 from acp_conformance.reporting import TestRecord as Record
 from acp_conformance.reporting.markdown import (
     judged_frame,
+    label_of,
     render_markdown,
     reproduce_command,
     sequence_diagram,
@@ -100,5 +101,27 @@ def test_the_frame_judged_is_not_one_of_our_probes() -> None:
         ("<-", '{"jsonrpc":"2.0","id":2,"result":{"stopReason":"end_turn"}}'),
         ("->", '{"jsonrpc":"2.0","id":4,"method":"_acp_conformance/ping","params":{}}'),
         ("<-", '{"jsonrpc":"2.0","id":4,"error":{"code":-32601,"message":"nope"}}'),
+    ]
+    assert judged_frame(frames) == 1
+
+
+def test_a_cut_frame_is_labelled_by_its_own_id_not_one_inside_its_result() -> None:
+    """Excerpts clip long frames; a response whose ``id`` member comes after its ``result`` (zed's
+    codex-acp writes them so) was drawn under the first ``"id"`` of its result: an auth method's
+    ("result (id "chatgpt")")."""
+    cut = '{"jsonrpc":"2.0","result":{"protocolVersion":1,"authMethods":[{"id":"chatgpt","name":"Login'
+    assert label_of(cut) == "result ..."
+    assert label_of('{"jsonrpc":"2.0","id":5,"result":{"modes":[{"id":"auto"') == "result (id 5) ..."
+    assert label_of('{"jsonrpc":"2.0","id":"a\\"b","method":"session/new","params":{"cwd":"/x') == (
+        'session/new (id "a\\"b") ...'
+    )
+    # A member named "method" inside params is not the frame's method.
+    assert label_of('{"jsonrpc":"2.0","result":{"x":{"method":"no"') == "result ..."
+    # The probes' answers are recognised by their own id, wherever it comes.
+    frames = [
+        ("->", '{"jsonrpc":"2.0","id":2,"method":"session/new","params":{}}'),
+        ("<-", '{"jsonrpc":"2.0","result":{"sessionId":"s","modes":[{"id":4}]},"id":2}'),
+        ("->", '{"jsonrpc":"2.0","id":4,"method":"_acp_conformance/ping","params":{}}'),
+        ("<-", '{"jsonrpc":"2.0","error":{"code":-32601,"message":"nope","data":{"id":2}},"id":4}'),
     ]
     assert judged_frame(frames) == 1
