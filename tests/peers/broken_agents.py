@@ -102,28 +102,38 @@ class MisaddressesCancelledTurns(_Filtered):
         return msg
 
 
+def _refuse_before_every_handler(peer: Peer, refuse: Any) -> None:
+    """Call ``refuse(req)`` (it raises the refusal, or returns) before every handler of ``peer``,
+    and before the -32601 of a method it does not implement: a breakage about the request's id,
+    whatever the method."""
+
+    async def unknown(req: Request) -> Any:
+        raise HandlerError(-32601, f"method not found: {req.method}")
+
+    def guarded(handler: Any) -> Any:
+        async def refusing(req: Request) -> Any:
+            refuse(req)
+            return await handler(req)
+
+        return refusing
+
+    for method, handler in list(peer.handlers.items()):
+        peer.handlers[method] = guarded(handler)
+    peer.default_handler = guarded(peer.default_handler or unknown)
+
+
 class RefusesStringIds(MockAgent):
     """Takes only integer request ids: a string id gets -32600, under that id (it read it),
     whatever the method (those it does not implement too)."""
 
     def install_handlers(self, peer: Peer) -> None:
         super().install_handlers(peer)
-        for method, handler in list(peer.handlers.items()):
-            peer.handlers[method] = self._integer_ids_only(handler)
-
-        async def unknown(req: Request) -> Any:
-            raise HandlerError(-32601, f"method not found: {req.method}")
-
-        peer.default_handler = self._integer_ids_only(unknown)
+        _refuse_before_every_handler(peer, self._integer_ids_only)
 
     @staticmethod
-    def _integer_ids_only(handler: Any) -> Any:
-        async def only_integers(req: Request) -> Any:
-            if isinstance(req.id, str):
-                raise HandlerError(-32600, "request ids must be integers")
-            return await handler(req)
-
-        return only_integers
+    def _integer_ids_only(req: Request) -> None:
+        if isinstance(req.id, str):
+            raise HandlerError(-32600, "request ids must be integers")
 
 
 class RefusesNegativeIds(_Filtered):
@@ -133,22 +143,12 @@ class RefusesNegativeIds(_Filtered):
 
     def install_handlers(self, peer: Peer) -> None:
         super().install_handlers(peer)
-        for method, handler in list(peer.handlers.items()):
-            peer.handlers[method] = self._unsigned_ids_only(handler)
-
-        async def unknown(req: Request) -> Any:
-            raise HandlerError(-32601, f"method not found: {req.method}")
-
-        peer.default_handler = self._unsigned_ids_only(peer.default_handler or unknown)
+        _refuse_before_every_handler(peer, self._unsigned_ids_only)
 
     @staticmethod
-    def _unsigned_ids_only(handler: Any) -> Any:
-        async def only_unsigned(req: Request) -> Any:
-            if isinstance(req.id, int) and req.id < 0:
-                raise HandlerError(-32700, "Parse error", {"line": jsonrpc.dumps(req.message).decode()})
-            return await handler(req)
-
-        return only_unsigned
+    def _unsigned_ids_only(req: Request) -> None:
+        if isinstance(req.id, int) and req.id < 0:
+            raise HandlerError(-32700, "Parse error", {"line": jsonrpc.dumps(req.message).decode()})
 
     def mangle(self, msg: dict[str, Any]) -> Any:
         rid = msg.get("id")
