@@ -281,6 +281,73 @@ class WedgedByDuplicateAnswer(MockAgent):
             peer.handlers[method] = unless_wedged(handler)
 
 
+class AbandonsATurnForAnother(_Filtered):
+    """With a turn running in one session, a prompt for another session makes it abandon the first:
+    nothing more is written for that turn (no update, no request, never its answer).  Once it has
+    answered a request that came after the abandoned prompt, the next message about the abandoned
+    session (its ``session/cancel``, the answer to its permission request) makes it exit.
+
+    Only the stateful machine runs turns in two sessions at once; it must judge the abandoned turn
+    ``jsonrpc.every-request-answered`` on the read proof (the answer to that later request shows the
+    prompt had been read before the agent closed its output), not leave it unproven."""
+
+    def make_peer(self, transport: Transport) -> Peer:
+        peer = super().make_peer(transport)
+        #: sid -> id key of its abandoned prompt; the inbound index of the earliest abandoned prompt.
+        self.abandoned: dict[str, tuple[str, Any]] = {}
+        self.since: int | None = None
+        self.prompt_index: dict[tuple[str, Any], int] = {}
+        self.later: set[tuple[str, Any]] = set()  # requests read after an abandoned prompt
+        self.answered_later = False
+        self.permission_of: dict[tuple[str, Any], str] = {}  # our permission request id -> its session
+
+        def watch(events: list[Event]) -> list[Event]:
+            for e in events:
+                if isinstance(e, Request):
+                    if self.since is not None and e.index > self.since:
+                        self.later.add(jsonrpc.id_key(e.id))
+                    continue
+                about = None
+                if isinstance(e, Notification) and e.method == "session/cancel" and isinstance(e.params, dict):
+                    about = e.params.get("sessionId")
+                elif isinstance(e, Response):
+                    about = self.permission_of.get(jsonrpc.id_key(e.id))
+                if about in self.abandoned and self.answered_later:
+                    import os
+
+                    os._exit(4)
+            return events
+
+        peer.inbound_filter = watch
+        return peer
+
+    async def handle_prompt(self, req: Request) -> Any:
+        key = jsonrpc.id_key(req.id)
+        self.prompt_index[key] = req.index
+        sid = req.params.get("sessionId") if isinstance(req.params, dict) else None
+        for other in list(self._turns_by_request.values()):
+            if other.session.id != sid and other.session.id not in self.abandoned:
+                other_key = jsonrpc.id_key(other.request_id)
+                self.abandoned[other.session.id] = other_key
+                index = self.prompt_index.get(other_key, req.index)
+                self.since = index if self.since is None else min(self.since, index)
+        return await super().handle_prompt(req)
+
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        params = msg.get("params")
+        if "method" in msg:
+            sid = params.get("sessionId") if isinstance(params, dict) else None
+            if msg["method"] == "session/request_permission" and "id" in msg and isinstance(sid, str):
+                self.permission_of[jsonrpc.id_key(msg["id"])] = sid
+            return None if sid in self.abandoned else msg
+        key = jsonrpc.id_key(msg.get("id"))
+        if key in self.abandoned.values():
+            return None
+        if key in self.later:
+            self.answered_later = True
+        return msg
+
+
 class ExitsOnUnknownNotification(MockAgent):
     def on_other_notification(self, note: Notification) -> None:
         if note.method.startswith("_"):
@@ -516,6 +583,10 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     ),
     # session/new under a string id refused where the same request under an integer id succeeds.
     "refuses-string-ids": Breakage(RefusesStringIds, "jsonrpc.id-types"),
+    # Only the stateful machine runs two sessions' turns at once: its abandoned turn, then the exit.
+    "abandons-a-turn-for-another": Breakage(
+        AbandonsATurnForAnother, "jsonrpc.every-request-answered", fuzz="test_stateful_session_lifecycle"
+    ),
     # A negative integer id answered with an error without any id, whatever the request (zed's
     # codex-acp): one defect, jsonrpc.id-types, judged by its scripted test; not also the echo
     # clause for the answer's missing id, nor jsonrpc.every-request-answered in the fuzz campaigns.
