@@ -91,6 +91,19 @@ class StringifiedResponseIds(FilteredClient):
         return msg
 
 
+class MisaddressesStringIdAnswers(FilteredClient):
+    """Answers a request under a string id under an id of its own making (``"re:"`` + the id), and
+    every other request correctly: each such answer is a response matching no request of ours (the
+    echo clause's breach), and the string-id request is then without an answer under its id, which
+    proves nothing about ``jsonrpc.id-types`` or ``jsonrpc.every-request-answered``
+    (``Peer.why_unproven``: perhaps that was its answer)."""
+
+    def mangle(self, msg: Json) -> Any:
+        if "method" not in msg and isinstance(msg.get("id"), str):
+            msg["id"] = f"re:{msg['id']}"
+        return msg
+
+
 class ResultAndError(FilteredClient):
     def mangle(self, msg: Json) -> Any:
         result = msg.get("result")
@@ -406,6 +419,15 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
         also=frozenset({"jsonrpc.survives-invalid-input"}),
         why_also="the fuzzer's request with an id beyond 64 bits (which the spec forbids us to send) is "
         "answered under the id as a string, too: a robustness finding",
+    ),
+    # A string id's answer under another id: the echo clause FAILs; jsonrpc.id-types and
+    # jsonrpc.every-request-answered are not proven (INCONCLUSIVE where judged), so no finding.
+    "misaddresses-string-id-answers": Breakage(
+        MisaddressesStringIdAnswers,
+        "jsonrpc.response-id-echo",
+        also=frozenset({"jsonrpc.survives-invalid-input"}),
+        why_also="its answers to the fuzz campaigns' malformed frames under string ids (which the spec forbids "
+        "us to send) go under its own ids too: robustness findings, as for stringified-response-ids",
     ),
     "result-and-error": Breakage(ResultAndError, "jsonrpc.result-xor-error"),
     "bad-error-object": Breakage(BadErrorObject, "jsonrpc.error-object"),
