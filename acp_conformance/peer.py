@@ -28,6 +28,7 @@ import contextlib
 from collections import deque
 from collections.abc import Callable, Coroutine, Iterable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -51,7 +52,7 @@ from acp_conformance.core.events import (
 )
 from acp_conformance.core.framing import DEFAULT_MAX_FRAME_BYTES, unterminated_note
 from acp_conformance.deadlines import DeadlineMemory
-from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
+from acp_conformance.errors import LocalProtocolError, PeerError, PeerExited, PeerTimeout, RpcError
 from acp_conformance.handlers import NO_ANSWER, HandlerError, NotificationListener, RequestHandler
 from acp_conformance.outbox import OUTBOX_BUDGET, Outbox
 from acp_conformance.schema.rules import judge_frame
@@ -63,6 +64,7 @@ if TYPE_CHECKING:  # jsonschema_rs stays off the mocks' start-up path until a fr
 
 __all__ = [
     "IDLESS",
+    "IdAnswer",
     "MAX_INFLIGHT",
     "NO_ANSWER",
     "OUTBOX_BUDGET",
@@ -113,6 +115,46 @@ def stray_words(sid: Any) -> str:
     if sid is IDLESS:
         return "an error without any id, which answers no notification of ours,"
     return f"a response under id {sid!r}, which matches no request we sent,"
+
+
+@dataclass(frozen=True)
+class IdAnswer:
+    """What came back to one request sent under a chosen id (``Peer.answer_under_id``)."""
+
+    #: The answer under its id, if one came.
+    response: Response | None = None
+    #: "an error without any id" or "an error with id null" when one came instead: the peer's word
+    #: on a request it could not read; ``raw`` is its start.
+    unread: str = ""
+    raw: str = ""
+    #: Why nothing came ("" when something did), whether the peer closed its output meanwhile, and
+    #: why that silence is not proven (``Peer.why_unproven``), or "".
+    silence: str = ""
+    exited: bool = False
+    unproven: str = ""
+
+    def refusal(self, baseline: Response) -> str:
+        """Why this answer shows the id refused where ``baseline`` (the same request under a plain
+        integer id) was served, or "" when it does not (answered alike, or not proven)."""
+        if self.unread:
+            return f"{self.unread}, {self.raw}"
+        if self.response is None:
+            return "" if self.unproven else f"no answer ({self.silence})"
+        if self.response.is_error and not baseline.is_error:
+            return f"an error {self.response.error!r} where the integer id got a result"
+        return ""
+
+
+def _unread_answer(ev: Event) -> bool:
+    """An error with id null, or without any id that the core did not attribute to a notification
+    of ours (after a frame we wrote raw it cannot tell what else it answers)."""
+    if isinstance(ev, Response):
+        return ev.id is None and ev.is_error
+    return (
+        isinstance(ev, Violation)
+        and ev.clause_id in ("jsonrpc.response-id-echo", "jsonrpc.survives-invalid-input")
+        and idless_error(ev) is not None
+    )
 
 
 class _Slot:
@@ -641,6 +683,39 @@ class Peer:
         if seq is None:
             return []
         return [sid for sent, sid in self._strays if sent >= seq]
+
+    async def answer_under_id(
+        self, method: str, params: Any, rid: Any, *, timeout: float | None = None, validate: bool = True
+    ) -> IdAnswer:
+        """Send ``method`` under the id ``rid`` and wait for its answer (``jsonrpc.id-types``).
+
+        The caller sends it as the only request of ours in flight, so an error with id null, or
+        without any id, that comes meanwhile answers it: the peer could not read the request
+        under that id.  Such an error is judged by the caller, on ``jsonrpc.id-types`` (one
+        defect, one clause), so the core's finding on an error without an id is set aside, and
+        the request is no longer awaited (a late answer under its id would be no stray)."""
+        key = jsonrpc.id_key(rid)
+        mark = len(self.events)
+        await self.send_request(method, params, id=rid, validate=validate)
+
+        def answers(ev: Event) -> bool:
+            return (isinstance(ev, Response) and jsonrpc.id_key(ev.id) == key) or _unread_answer(ev)
+
+        try:
+            came = await self.wait_for(answers, timeout=timeout, what=f"an answer to {method} (id {rid!r})", start=mark)
+        except PeerError as exc:
+            return IdAnswer(silence=exc.message, exited=isinstance(exc, PeerExited), unproven=self.why_unproven(rid))
+        if isinstance(came, Response) and came.id is not None:
+            return IdAnswer(response=came)
+        self.conn.allow_unpaired(rid)
+        self.conn.forget_outgoing(rid)
+        raw = bytes(came.raw or b"")[:200].decode("utf-8", "replace")
+        if isinstance(came, Violation):
+            self.transcript.set_aside(
+                [came], f"an error without an id answering {method} under id {rid!r}: jsonrpc.id-types"
+            )
+            return IdAnswer(unread="an error without any id", raw=raw)
+        return IdAnswer(unread="an error with id null", raw=raw)
 
     def why_unproven(self, rid: Any) -> str:
         """Why our request ``rid``, still without an answer under its id, is not proven unanswered

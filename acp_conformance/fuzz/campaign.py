@@ -618,40 +618,23 @@ class FrameFuzzer(ABC):
             method, params, validate = live.probe
             peer = live.conn.peer
             probe_id = ODD_PROBE_IDS[kind]
-            key = id_key(probe_id)
             refusal = ""
             try:
                 plain = await peer.call(method, params, validate=validate, timeout=self.timeout)
-                mark = len(peer.events)
-                await peer.send_request(method, params, validate=validate, id=probe_id)
-                # Whichever clause the core gave an error without an id (after a frame we wrote
-                # raw it cannot tell what it answers), it answers the only request in flight.
-                came = await peer.wait_for(
-                    lambda e: (
-                        (isinstance(e, Response) and (id_key(e.id) == key or (e.id is None and e.is_error)))
-                        or idless_error(e) is not None
-                    ),
-                    timeout=self.timeout,
-                    what=f"an answer to the probe under the {kind} id {probe_id!r}",
-                    start=mark,
-                )
-            except PeerTimeout as exc:
-                if peer.conn.is_outstanding(probe_id) and not peer.strays_since(probe_id):
-                    refusal = f"no answer to its probe {method} ({exc.message})"
+                got = await peer.answer_under_id(method, params, probe_id, timeout=self.timeout, validate=validate)
             except PeerError:
                 pass
             else:
-                if isinstance(came, Response) and came.id is None:
-                    refusal = f"an error with id null to its probe {method}"
-                elif isinstance(came, Response):
+                if got.unread:
+                    refusal = f"{got.unread} to its probe {method}"
+                elif got.response is None:
+                    if not got.exited and not got.unproven:
+                        refusal = f"no answer to its probe {method} ({got.silence})"
+                else:
+                    came = got.response
                     code = came.error.get("code") if came.is_error and isinstance(came.error, dict) else None
                     same = plain.is_error and isinstance(plain.error, dict) and plain.error.get("code") == code
                     refusal = f"error {code!r} to its probe {method}" if came.is_error and not same else ""
-                else:
-                    refusal = f"an error without any id to its probe {method}"
-                    live.conn.transcript.set_aside(
-                        [came], f"(fuzz) an error without an id answering the {kind}-id probe"
-                    )
             if peer.conn.is_outstanding(probe_id):  # judged here: a late answer is no stray
                 peer.conn.allow_unpaired(probe_id)
                 peer.conn.forget_outgoing(probe_id)

@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from acp_conformance.core.events import Event, Response, Violation
-from acp_conformance.core.ids import id_key
 from acp_conformance.endpoints.client import Turn
 from acp_conformance.errors import PeerError, PeerExited, PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
-from acp_conformance.peer import IDLESS, Peer, stray_id
 from acp_conformance.plugin.keys import STATE
 from acp_conformance.plugin.outcomes import Inconclusive, NotApplicable
 from acp_conformance.results import Status
@@ -23,8 +19,6 @@ if TYPE_CHECKING:  # the scenario models (pydantic) load only in the tests that 
     from acp_conformance.scenario.result import ScenarioResult
 
 __all__ = [
-    "IdAnswer",
-    "answer_under_id",
     "conclude",
     "inconclusive",
     "new_session",
@@ -55,67 +49,6 @@ def unless_answered_elsewhere(exc: PeerError, *, own_answer: bool = False) -> No
     stray = isinstance(exc, PeerTimeout) or (isinstance(exc, PeerExited) and exc.read_proven)
     if exc.unproven and (own_answer or stray):
         inconclusive(f"no answer under its id, but not proven unanswered: {exc.message}")
-
-
-@dataclass(frozen=True)
-class IdAnswer:
-    """What came back to one request sent under a chosen id (``answer_under_id``)."""
-
-    #: The answer under its id, if one came.
-    response: Response | None = None
-    #: An error without any id, or with id null, came instead: the peer's word on a request it could
-    #: not read.
-    idless: str = ""
-    #: Why nothing came ("" when something did).
-    silence: str = ""
-    #: Why that silence is not proven (``Peer.why_unproven``: a stray came meanwhile), or "".
-    unproven: str = ""
-
-    def refusal(self, baseline: Response) -> str:
-        """Why this answer shows the id refused where ``baseline`` (the same request under a plain
-        integer id) was served, or "" when it does not (answered alike, or not proven)."""
-        if self.idless:
-            return self.idless
-        if self.response is None:
-            return "" if self.unproven else f"no answer ({self.silence})"
-        if self.response.is_error and not baseline.is_error:
-            return f"an error {self.response.error!r} where the integer id got a result"
-        return ""
-
-
-async def answer_under_id(peer: Peer, method: str, params: Any, rid: Any, *, timeout: float | None = None) -> IdAnswer:
-    """Send ``method`` under the id ``rid`` and wait for its answer (``jsonrpc.id-types``).
-
-    The caller sends it as the only request of ours in flight, so an error without any id, or
-    with id null, that comes meanwhile answers it: the peer could not read the request under that
-    id.  The core has flagged an error without any id on the echo clause (an answer that lost its
-    id); it is set aside here, since the caller judges the one defect, the id refused, on
-    ``jsonrpc.id-types``."""
-    key = id_key(rid)
-    mark = len(peer.events)
-    await peer.send_request(method, params, id=rid)
-
-    def answers(ev: Event) -> bool:
-        if isinstance(ev, Response):
-            return id_key(ev.id) == key or (ev.id is None and ev.is_error)
-        return stray_id(ev) is IDLESS
-
-    try:
-        came = await peer.wait_for(answers, timeout=timeout, what=f"an answer to {method} (id {rid!r})", start=mark)
-    except PeerError as exc:
-        return IdAnswer(silence=exc.message, unproven=peer.why_unproven(rid))
-    if isinstance(came, Response) and came.id is not None:
-        return IdAnswer(response=came)
-    # Judged here, not left outstanding: a late answer under its id would be no stray.
-    peer.conn.allow_unpaired(rid)
-    peer.conn.forget_outgoing(rid)
-    text = (came.raw or b"")[:200].decode("utf-8", "replace")
-    if isinstance(came, Violation):
-        peer.transcript.set_aside(
-            [came], f"an error without an id answering {method} under id {rid!r}: jsonrpc.id-types"
-        )
-        return IdAnswer(idless=f"an error without any id, {text}")
-    return IdAnswer(idless=f"an error with id null, {text}")
 
 
 async def new_session(acp: AgentHarness, conn: Connection) -> str:

@@ -15,7 +15,7 @@ from acp_conformance.endpoints.client import PermissionPolicy
 from acp_conformance.errors import PeerError, PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
-from acp_conformance.suite._support import answer_under_id, new_session, not_applicable, run_turn
+from acp_conformance.suite._support import new_session, not_applicable, run_turn
 from acp_conformance.suite.agent._helpers import PING, describe, error_code, is_prompt_response, wait_prompt_response
 
 pytestmark = pytest.mark.anyio
@@ -104,7 +104,7 @@ async def _odd_ids_are_accepted(acp_agent: AgentHarness, conn: Connection) -> No
 
     The same request goes out first under a positive integer id, as the baseline: a peer that
     does not answer ``session/new`` at all breaks what that call judges, not the id types.  Each
-    odd id's request is the only one in flight (``answer_under_id``): an error without any id is
+    odd id's request is the only one in flight (``Peer.answer_under_id``): an error without any id is
     its refusal.  Silence is this clause's FAIL, unless a response under an id matching no request
     came meanwhile (``Peer.strays_since``: perhaps its answer under the wrong id, the echo
     clause's breach), which leaves it open."""
@@ -113,7 +113,7 @@ async def _odd_ids_are_accepted(acp_agent: AgentHarness, conn: Connection) -> No
     refused: list[str] = []
     unproven: list[str] = []
     for kind, rid in ODD_IDS:
-        got = await answer_under_id(conn.peer, "session/new", params, rid)
+        got = await conn.peer.answer_under_id("session/new", params, rid)
         if why := got.refusal(base):
             refused.append(f"under the {kind} id {rid!r}: {why}")
         elif got.response is None:

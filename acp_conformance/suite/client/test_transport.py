@@ -9,7 +9,7 @@ from acp_conformance.checks.shapes import unknown_method_answer
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness.client import ClientHarness
 from acp_conformance.results import Status
-from acp_conformance.suite._support import answer_under_id, draft_defs, inconclusive, unless_answered_elsewhere
+from acp_conformance.suite._support import draft_defs, inconclusive, unless_answered_elsewhere
 from acp_conformance.suite.client._helpers import first_turn, require
 
 pytestmark = pytest.mark.anyio
@@ -92,12 +92,12 @@ async def test_every_agent_request_is_answered_once(acp_client: ClientHarness) -
             else:
                 # The odd ids' silence, or an error without any id, is judged below, once, as
                 # jsonrpc.id-types's (the plain ids' as any unanswered request).
-                odd = await answer_under_id(conn.peer, method, params, rid)
+                odd = await conn.peer.answer_under_id(method, params, rid)
                 if odd.unproven:
                     inconclusive(f"no answer under the {kind}, but not proven unanswered: {odd.unproven}")
                 if odd.response is None:
                     answered[kind] = False
-                    unread[kind] = odd.idless or odd.silence
+                    unread[kind] = f"{odd.unread}, {odd.raw}" if odd.unread else odd.silence
                     continue
                 resp = odd.response
             answered[kind] = True
