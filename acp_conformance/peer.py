@@ -76,6 +76,7 @@ __all__ = [
     "stray_id",
     "stray_words",
     "strays_in",
+    "unread_answer",
 ]
 
 
@@ -145,7 +146,7 @@ class IdAnswer:
         return ""
 
 
-def _unread_answer(ev: Event) -> bool:
+def unread_answer(ev: Event) -> bool:
     """An error with id null, or without any id that the core did not attribute to a notification
     of ours (after a frame we wrote raw it cannot tell what else it answers)."""
     if isinstance(ev, Response):
@@ -699,7 +700,7 @@ class Peer:
         await self.send_request(method, params, id=rid, validate=validate)
 
         def answers(ev: Event) -> bool:
-            return (isinstance(ev, Response) and jsonrpc.id_key(ev.id) == key) or _unread_answer(ev)
+            return (isinstance(ev, Response) and jsonrpc.id_key(ev.id) == key) or unread_answer(ev)
 
         try:
             came = await self.wait_for(answers, timeout=timeout, what=f"an answer to {method} (id {rid!r})", start=mark)

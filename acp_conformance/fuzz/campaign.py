@@ -58,7 +58,7 @@ from acp_conformance.fuzz._budget import (
 )
 from acp_conformance.fuzz._expect import Expect, Frame, Problem
 from acp_conformance.fuzz._findings import Finding, FuzzFinding, Recorder, finding_type, record_findings
-from acp_conformance.peer import Peer, stray_words, strays_in
+from acp_conformance.peer import Peer, stray_words, strays_in, unread_answer
 from acp_conformance.results import Status, breach_status
 from acp_conformance.transcript import Transcript
 
@@ -586,7 +586,8 @@ class FrameFuzzer(ABC):
         frame too, where that was taken as the frame's answer).  Then it is ``jsonrpc.id-types``'s,
         judged by its scripted test: the example's problems are dropped and that error set aside."""
         kind = odd_id_kind(frame.id) if frame.has_id else None
-        idless = [v for v in window if idless_error(v) is not None]
+        # Not one the core attributed to a notification of ours: that finding stands.
+        idless = [v for v in window if isinstance(v, Violation) and unread_answer(v)]
         if not kind or not (idless or (problems and (not answers or any("error" in a for a in answers)))):
             return False
         refusal = await self._ids_refused(live, kind)
