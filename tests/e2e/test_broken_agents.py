@@ -84,6 +84,9 @@ def test_broken_agent_fails_exactly_its_clause(name: str, tmp_path: Path) -> Non
     run = run_suite(f"{PY} {BROKEN} {name}", tmp_path / "process", "--acp-isolation=process", *args, timeout=timeout)
     findings = run.with_status("FAIL", "WARN", "INFO")
     assert run.statuses()[b.breaks] == b.status, run.stdout[-3000:]
+    if b.says:
+        said = run.messages(b.breaks, b.status)
+        assert any(b.says in m for m in said), f"{name}: no {b.status} of {b.breaks} says {b.says!r}: {said}"
     declared = {b.breaks} | b.also
     if targeted:
         assert findings <= declared, f"{name}: undeclared findings {sorted(findings - declared)}\n{run.stdout[-3000:]}"

@@ -140,6 +140,9 @@ def test_broken_client_fails_exactly_its_clause(name: str, tmp_path: Path) -> No
     )
     findings = run.with_status("FAIL", "WARN", "INFO")
     assert run.statuses()[b.breaks] == b.status, run.stdout[-3000:]
+    if b.says:
+        said = run.messages(b.breaks, b.status)
+        assert any(b.says in m for m in said), f"{name}: no {b.status} of {b.breaks} says {b.says!r}: {said}"
     if b.scenario:
         # The library file catches it too, on the clause it names (suite/client/test_scenarios.py).
         clause = next(c for c in run.report["clauses"] if c["id"] == b.breaks)

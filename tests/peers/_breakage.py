@@ -101,6 +101,9 @@ class Breakage(Generic[P]):
     quiet: frozenset[str] = field(default_factory=frozenset)
     #: The fuzz campaign (test name) that finds the breakage: targeted proofs run only it.
     fuzz: str = ""
+    #: Words the finding on ``breaks`` must carry in one test's message: which of the places that
+    #: judge the clause gave it, where the breakage exists to show that one of them can.
+    says: str = ""
     #: Clients: a file of the scenario library (scenarios/client/, by its id) whose suite test must give
     #: ``breaks`` this status too: the proof that the client suite runs the library and the file catches it.
     scenario: str = ""

@@ -348,6 +348,45 @@ class AbandonsATurnForAnother(_Filtered):
         return msg
 
 
+class QuitsOnAGrantedPermission(_Filtered):
+    """Once it has answered a request read after a turn's prompt, the client's choice of an option
+    for that turn's permission request makes it exit: the turn neither ends nor asks anything more.
+    A permission answered ``cancelled`` (the client cancelling the turn) is honoured as usual.
+
+    The stateful machine waits for such a turn in ``_advance`` (after answering its permission);
+    it must judge it ``jsonrpc.every-request-answered`` on the read proof there, as it does for a
+    cancelled turn's wait (``abandons-a-turn-for-another``)."""
+
+    def make_peer(self, transport: Transport) -> Peer:
+        peer = super().make_peer(transport)
+        self.read_at: dict[tuple[str, Any], int] = {}  # our inbound requests' positions
+        self.answered_up_to = -1  # the latest position of a request we have answered
+
+        def watch(events: list[Event]) -> list[Event]:
+            for e in events:
+                if isinstance(e, Request):
+                    self.read_at[jsonrpc.id_key(e.id)] = e.index
+            return events
+
+        peer.inbound_filter = watch
+        return peer
+
+    def mangle(self, msg: dict[str, Any]) -> Any:
+        if "method" not in msg:
+            index = self.read_at.get(jsonrpc.id_key(msg.get("id")), -1)
+            self.answered_up_to = max(self.answered_up_to, index)
+        return msg
+
+    async def request_permission(self, turn: Turn, tool_call_id: str) -> str:
+        decision = await super().request_permission(turn, tool_call_id)
+        prompt_at = self.read_at.get(jsonrpc.id_key(turn.request_id), -1)
+        if decision not in ("cancelled", "none") and self.answered_up_to > prompt_at >= 0:
+            import os
+
+            os._exit(5)
+        return decision
+
+
 class ExitsOnUnknownNotification(MockAgent):
     def on_other_notification(self, note: Notification) -> None:
         if note.method.startswith("_"):
@@ -585,7 +624,18 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "refuses-string-ids": Breakage(RefusesStringIds, "jsonrpc.id-types"),
     # Only the stateful machine runs two sessions' turns at once: its abandoned turn, then the exit.
     "abandons-a-turn-for-another": Breakage(
-        AbandonsATurnForAnother, "jsonrpc.every-request-answered", fuzz="test_stateful_session_lifecycle"
+        AbandonsATurnForAnother,
+        "jsonrpc.every-request-answered",
+        fuzz="test_stateful_session_lifecycle",
+        says="session/prompt was not answered (the peer closed its output",
+    ),
+    # Only the stateful machine answers a permission after a later request was answered: the
+    # wait for the rest of that turn (``_advance``) meets the exit.
+    "quits-on-a-granted-permission": Breakage(
+        QuitsOnAGrantedPermission,
+        "jsonrpc.every-request-answered",
+        fuzz="test_stateful_session_lifecycle",
+        says="neither ended nor asked anything",
     ),
     # A negative integer id answered with an error without any id, whatever the request (zed's
     # codex-acp): one defect, jsonrpc.id-types, judged by its scripted test; not also the echo
