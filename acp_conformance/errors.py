@@ -68,6 +68,13 @@ class PeerError(AcpError):
         #: judge that catches the error (a scripted test, the stateful machine) reads one answer.
         self.unproven = unproven
 
+    def describe(self, peer: str = "agent") -> str:
+        """One line for a report: the message, how the process ended when known, its last
+        stderr lines (what a dead or stalled peer said is most often why)."""
+        ended = self.exit_words() if isinstance(self, PeerExited) else ""
+        tail = "; ".join(self.stderr_tail[-5:])
+        return self.message + (f"; {ended}" if ended else "") + (f" ({peer} stderr: {tail})" if tail else "")
+
 
 class PeerExited(PeerError):
     """The peer exited or closed its stdout while we were waiting for it."""
@@ -82,10 +89,26 @@ class PeerExited(PeerError):
         unproven: str = "",
     ) -> None:
         super().__init__(message, stderr_tail, unproven=unproven)
+        #: Its exit status when known to be its own (it exited before teardown signalled it).
         self.returncode = returncode
         #: Raised while we waited for an answer: the peer had provably read our request (it answered
         #: one we sent after it, ``Peer.wait_response``).  False: it may never have read it.
         self.read_proven = read_proven
+
+    def exit_words(self) -> str:
+        """How the process ended, for a message ("" when unknown): a peer that dies on start
+        (a missing key, a bad argument) is told apart from one that closed its stdout cleanly."""
+        code = self.returncode
+        if code is None:
+            return ""
+        if code < 0:
+            import signal
+
+            try:
+                return f"it was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"it was killed by signal {-code}"
+        return f"it exited with status {code}"
 
 
 class PeerTimeout(PeerError):

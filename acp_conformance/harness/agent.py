@@ -193,7 +193,7 @@ async def handshake(peer: Peer, client: ClientEndpoint, config: AgentConfig, pro
             timeout=config.startup_timeout,
         )
     except (PeerTimeout, PeerExited) as exc:
-        seen.failures.append(exc.message)
+        seen.failures.append(exc)
         raise
     seen.ok = True
     client.init_result = result if isinstance(result, dict) else {}
@@ -284,7 +284,7 @@ class AgentHarness(HarnessBase):
         if initialize and not seen.ok and len(seen.failures) >= DEAD_AFTER:
             raise PeerUnavailable(
                 f"not started again: the agent failed its first {len(seen.failures)} handshakes in this "
-                f"run and never completed one (last: {seen.failures[-1]})"
+                f"run and never completed one (last: {seen.last_failure('agent')})"
             )
         if self.pool is not None and initialize and not self.connections:
             async with self._leased(sandbox, transcript, capabilities, permission, protocol_version, terminals) as conn:
@@ -559,9 +559,14 @@ class AgentHarness(HarnessBase):
     @staticmethod
     def _stderr_into(exc: PeerError, transport: ProcessTransport | None) -> None:
         """The agent may say why it stopped after closing its stdout (a crash report): the
-        message is made after teardown, which drained its stderr, from the final tail."""
-        if transport is not None and len(transport.stderr_tail) > 0:
+        message is made after teardown, which drained its stderr, from the final tail, and knows
+        how the process ended, when it ended by itself (before teardown had to signal it)."""
+        if transport is None:
+            return
+        if len(transport.stderr_tail) > 0:
             exc.stderr_tail = list(transport.stderr_tail)[-20:]
+        if isinstance(exc, PeerExited) and exc.returncode is None and not transport.outlived_eof:
+            exc.returncode = transport.returncode
 
     def _remember_peer_from(self, peer: Peer) -> None:
         """Tests that send their own ``initialize`` (the initialization tests, often all a partial run

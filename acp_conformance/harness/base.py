@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from acp_conformance.clauses import registry
-from acp_conformance.errors import ConformanceFailure
+from acp_conformance.errors import ConformanceFailure, PeerError
 from acp_conformance.peer import DeadlineMemory
 from acp_conformance.results import ClauseResult, Status, adjust, judged
 from acp_conformance.transcript import Transcript
@@ -51,7 +51,13 @@ class Liveness:
     """Per-process memory of how handshakes with one command went."""
 
     ok: bool = False
-    failures: list[str] = field(default_factory=list)
+    #: Why each failed; a peer's error is kept as is and read when the test gives up on the peer,
+    #: by then its teardown has added what the peer said on its way out and how it ended.
+    failures: list[str | PeerError] = field(default_factory=list)
+
+    def last_failure(self, peer: str) -> str:
+        last = self.failures[-1]
+        return last.describe(peer) if isinstance(last, PeerError) else last
 
 
 @dataclass

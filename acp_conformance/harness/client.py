@@ -310,7 +310,7 @@ class ClientHarness(HarnessBase):
             if not seen.ok and len(seen.failures) >= DEAD_AFTER:
                 raise PeerUnavailable(
                     f"not started again: the client failed its first {len(seen.failures)} handshakes in this run "
-                    f"(launch the agent, send initialize) and never completed one (last: {seen.failures[-1]})"
+                    f"(launch the agent, send initialize) and never completed one (last: {seen.last_failure('client')})"
                 )
             kind = "unix"
             async with open_control_server(kind, address=self.config.control, token=self.config.token) as server:

@@ -122,8 +122,7 @@ def describe(exc: BaseException | None, peer: str = "agent") -> str:
     if exc is None:
         return "the test did not complete"
     if isinstance(exc, PeerError):
-        tail = "; ".join(exc.stderr_tail[-5:])
-        return f"{exc.message}" + (f" ({peer} stderr: {tail})" if tail else "")
+        return exc.describe(peer)
     if isinstance(exc, AcpError):
         return str(exc)
     if isinstance(exc, BaseExceptionGroup):

@@ -219,6 +219,8 @@ def test_agent_closing_stdout_but_running_on(tmp_path: Path, baseline_mib: float
         assert run.statuses()[cid] == "INCONCLUSIVE", run.summary()
         assert all("(agent stderr: hostile: closed my stdout, still running)" in m for m in run.messages(cid))
         assert all("nothing shows it had read the request" in m for m in run.messages(cid))
+        # It exits by itself once teardown closes its stdin, and the message says how.
+        assert all("; it exited with status 0 (agent stderr:" in m for m in run.messages(cid))
 
 
 def test_agent_exiting_in_the_middle_of_a_turn(tmp_path: Path, baseline_mib: float) -> None:
@@ -231,6 +233,7 @@ def test_agent_exiting_in_the_middle_of_a_turn(tmp_path: Path, baseline_mib: flo
     assert run.statuses()["content.text.baseline"] == "INCONCLUSIVE"
     messages = run.messages("content.text.baseline")
     assert any("segmentation fault (simulated)" in m for m in messages), messages
+    assert any("; it exited with status 3 (agent stderr:" in m for m in messages), messages
     # The id is the connection's next one: 2 on a fresh connection, more on a borrowed one.
     closed = r"the peer closed its output before answering session/prompt \(id \d+\)"
     assert any(re.search(closed, m) for m in messages), messages

@@ -271,4 +271,37 @@ async def test_a_peer_error_tears_the_borrowed_process_down_before_its_message_i
             async with acp.connect() as conn:
                 await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
         assert any("crash report: out of memory" in line for line in raised.value.stderr_tail), raised.value
+        # ... and how it ended, which it did by itself: the line a report gives the test says so.
+        assert raised.value.returncode == 3
+        assert "; it exited with status 3 (agent stderr: crash report: out of memory)" in raised.value.describe()
         assert pool.retired == {"the test did not complete": 1}
+
+
+#: Answers initialize, closes its stdout at the next request, and ignores stdin EOF and SIGTERM.
+CLOSES_AND_LINGERS = (
+    "import json, os, signal, sys\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    "first = json.loads(sys.stdin.readline())\n"
+    "answer = {'protocolVersion': 1, 'agentCapabilities': {}, 'authMethods': []}\n"
+    "sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': first['id'], 'result': answer}) + '\\n')\n"
+    "sys.stdout.flush()\n"
+    "sys.stdin.readline()\n"
+    "os.close(1)\n"
+    "signal.pause()\n"
+)
+
+
+async def test_an_exit_teardown_forced_is_not_reported_as_the_agents_own(
+    schema_validator: SchemaValidator, tmp_path: Path
+) -> None:
+    """Killed by teardown after it outlived its stdin's EOF: its status is our signal, and a
+    message saying "it was killed by SIGKILL" would blame the agent for our teardown."""
+    script = tmp_path / "lingers.py"
+    script.write_text(CLOSES_AND_LINGERS)
+    config = AgentConfig(command=f"{sys.executable} {script}", timeout=0.5, startup_timeout=5)
+    acp = AgentHarness(config, schema_validator, tmp_path / "fresh")
+    with pytest.raises(PeerExited) as raised:
+        async with acp.connect() as conn:
+            await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+    assert raised.value.returncode is None
+    assert "it was killed" not in raised.value.describe() and "exited with" not in raised.value.describe()
