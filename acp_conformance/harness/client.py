@@ -421,16 +421,16 @@ class ClientHarness(HarnessBase):
         for why in server.rejected:
             transcript.note(f"control: rejected a connection ({why})")
         self._stderr = list(proc.stderr_tail)
-        if exited:
-            actual = f"the client exited with status {proc.returncode} without launching the agent"
-        else:
-            actual = f"the client did not launch the agent within {limit:g} s"
-        liveness("client", self.config.command).failures.append(actual)
-        raise ConformanceFailure(
-            "init.first",
-            "the client to launch the agent ({agent} in its command line) and send initialize",
-            actual + _stderr_hint(proc),
+        # Not init.first's FAIL: a client that never launched its agent created no session
+        # without initializing one (initialization.mdx); nothing was judged (a missing key, a
+        # wrong command line, {agent} where the client does not take it).
+        launch = "the client did not launch the agent ({agent} in its command line)"
+        exc: PeerError = (
+            PeerExited(f"{launch} before its process ended", proc.returncode)
+            if exited
+            else PeerTimeout(f"{launch} within {limit:g} s")
         )
+        raise self._gave_up(exc, proc)
 
     async def _await_person(
         self, server: ControlServer, setup: AgentSetup, permission: str | None, actions: Mapping[str, str | None]
@@ -517,27 +517,33 @@ class ClientHarness(HarnessBase):
             conn.transcript.note("the client closed the agent's stdin; the agent exits")
             await conn.relay.exit(0)
 
+    def _gave_up(self, exc: PeerError, proc: ProcessTransport | None) -> PeerError:
+        """``exc``, for a client that did not get as far as ``initialize``: what it said on stderr
+        joins it, and the run remembers the failure (``liveness``: not started again after two)."""
+        tail = [line for line in (proc.stderr_tail if proc is not None else ()) if line.strip()]
+        exc.stderr_tail = tail[-20:]
+        if proc is not None and not tail:
+            exc.message += " (its stderr was empty)"
+            exc.args = (exc.message,)
+        liveness("client", self.config.command).failures.append(exc)
+        return exc
+
     async def _await_initialize(self, conn: ClientConnection) -> None:
         __tracebackhide__ = True  # a finding's traceback shows the test, not the harness
         limit = self.config.startup_timeout if self.mode == "auto" else self.config.human_timeout
         seen = liveness("client", self.config.command)
         try:
             req = await conn.agent.wait_initialize(limit)
-        except PeerExited:
-            actual = "the client closed the agent's stdin without sending initialize"
-        except PeerTimeout:
-            actual = f"it launched the agent but sent no initialize within {limit:g} s"
-        else:
-            actual = ""
-            seen.ok = True
-        if actual:
+        except (PeerExited, PeerTimeout) as exc:
+            # Not init.first's FAIL either: no session without initialize, only nothing at all (a
+            # request other than initialize first is flagged on init.first by the agent endpoint).
             conn.peer.note_unterminated()  # half an initialize line, say: shown in the evidence
-            seen.failures.append(actual)
-            raise ConformanceFailure(
-                "init.first",
-                "the client to send initialize to the agent it launched",
-                actual + _stderr_hint(conn.process),
-            )
+            if isinstance(exc, PeerExited):
+                gave_up: PeerError = PeerExited("the client closed the agent's stdin without sending initialize")
+            else:
+                gave_up = PeerTimeout(f"the client launched the agent but sent no initialize within {limit:g} s")
+            raise self._gave_up(gave_up, conn.process) from None
+        seen.ok = True
         params = req.params if isinstance(req.params, dict) else {}
         if self.peer_info is None:
             self.peer_info = {
@@ -586,16 +592,6 @@ class ClientHarness(HarnessBase):
                 path.unlink(missing_ok=True)
             except OSError:
                 pass
-
-
-def _stderr_hint(proc: ProcessTransport | None) -> str:
-    if proc is None:
-        return ""
-    tail = [line for line in list(proc.stderr_tail)[-5:] if line.strip()]
-    if not tail:
-        return " (its stderr was empty)"
-    redact = redactor()
-    return "; client stderr: " + " | ".join(redact(line)[:300] for line in tail)
 
 
 def _kill_relay(pid: int) -> None:

@@ -297,18 +297,21 @@ def test_bad_profile_names_file_line_and_key(tmp_path: Path) -> None:
     assert f"{profile}:5: cancel.via" in output
 
 
-def test_client_that_never_launches_the_agent_fails_with_its_stderr(tmp_path: Path) -> None:
+def test_client_that_never_launches_the_agent_is_inconclusive_with_its_stderr(tmp_path: Path) -> None:
+    """A client that dies before launching its agent (a missing config file, a missing key) broke
+    no MUST: nothing was judged, the run says why, and it does not pass."""
     client = f"{PY} -c \"import sys; sys.stderr.write('cannot find config file\\n'); sys.exit(3)\" {{agent}}"
     run = run_client_suite(client, tmp_path, "--acp-startup-timeout=5")
-    assert not run.report["verdict"]["conformant"] and run.returncode != 0
+    assert run.report["verdict"]["conformant"] is False and run.returncode != 0
+    assert not run.with_status("FAIL", "WARN"), run.stdout[-3000:]
     clause = next(c for c in run.report["clauses"] if c["id"] == "init.first")
-    assert clause["status"] == "FAIL"
+    assert clause["status"] == "INCONCLUSIVE"
     text = " ".join(t.get("evidence", "") + t["message"] for t in clause["tests"])
-    assert "without launching the agent" in text
-    assert "cannot find config file" in text
+    assert "did not launch the agent ({agent} in its command line) before its process ended" in text
+    assert "it exited with status 3 (client stderr: cannot find config file)" in text
 
 
-def test_client_that_launches_but_never_initializes_fails(tmp_path: Path) -> None:
+def test_client_that_launches_but_never_initializes_is_inconclusive(tmp_path: Path) -> None:
     script = tmp_path / "lazy_client.py"
     script.write_text(
         "import subprocess, sys, time\n"
@@ -317,8 +320,9 @@ def test_client_that_launches_but_never_initializes_fails(tmp_path: Path) -> Non
         "time.sleep(600)\n"
     )
     run = run_client_suite(f"{PY} {script} {{agent_argv}}", tmp_path, "--acp-startup-timeout=2", "-n", "2")
+    assert run.report["verdict"]["conformant"] is False and run.returncode != 0
     clause = next(c for c in run.report["clauses"] if c["id"] == "init.first")
-    assert clause["status"] == "FAIL"
+    assert clause["status"] == "INCONCLUSIVE"
     text = " ".join(t.get("evidence", "") + t["message"] for t in clause["tests"])
     assert "sent no initialize" in text and "waiting for nothing" in text
     assert not live_processes_matching(str(script)), "the lazy client was left running"
