@@ -87,7 +87,9 @@ class Breakage(Generic[P]):
     """One broken peer (an agent or a client) and what the suite must say about it.
 
     ``peer`` is the reference agent or client with one defect; the suite must give ``breaks`` the
-    status ``status``, and flag nothing else but the collateral ``also`` (why: ``why_also``)."""
+    status ``status``, and flag nothing else but the collateral ``also`` (why: ``why_also``).
+    ``status="PASS"``: no defect, a conforming peer unusual in a way the check of ``breaks`` must
+    not take for one (a slow answer, say): nothing but ``also`` may be flagged."""
 
     peer: type[P]
     breaks: str

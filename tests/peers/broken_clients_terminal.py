@@ -44,6 +44,21 @@ class CreateWaitsForExit(MockClient):
         return result
 
 
+class SlowToAnswerAHeldCreate(MockClient):
+    """Conforming but slow: answers terminal/create for the suite's held command (the one that
+    runs until a release file appears) 4.5 s after starting it, while it still runs, between the
+    proofs' deadline (``--acp-timeout=3``) and twice that.  ``term.create.immediate`` must PASS:
+    a slow answer is not a create that waits for the command."""
+
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        result = await super().terminal_call(name, params)
+        if name == "create" and any(".acp-conformance-release" in str(a) for a in params.get("args") or []):
+            import anyio
+
+            await anyio.sleep(4.5)
+        return result
+
+
 class KillReleases(MockClient):
     async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
         if name == "kill":
@@ -115,6 +130,7 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     ),
     "exit-status-while-running": Breakage(ExitStatusWhileRunning, "term.output.shape"),
     "create-waits-for-exit": Breakage(CreateWaitsForExit, "term.create.immediate"),
+    "slow-to-answer-a-held-create": Breakage(SlowToAnswerAHeldCreate, "term.create.immediate", status="PASS"),
     "kill-releases": Breakage(KillReleases, "term.kill.keeps-id"),
     "release-leaves-running": Breakage(ReleaseLeavesRunning, "term.release.kills"),
     "released-id-still-works": Breakage(
