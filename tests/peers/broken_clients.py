@@ -275,6 +275,22 @@ class ExitsOnUnknownNotification(MockClient):
         super().on_notification(note)
 
 
+class ExitsOnAStrayResponse(MockClient):
+    """Exits when a response answers nothing it asked (an id it never used, a second answer):
+    input no conforming agent sends, so a robustness WARN, not the MUST of any request."""
+
+    def make_peer(self, transport: Any) -> Peer:
+        peer = super().make_peer(transport)
+
+        def watch(events: list[Any]) -> list[Any]:
+            if any(isinstance(e, Response) and (e.stray or e.duplicate) for e in events):
+                os._exit(72)
+            return events
+
+        peer.inbound_filter = watch
+        return peer
+
+
 # ---------------------------------------------------------------- elicitation
 class _ElicitationOverride(MockClient):
     """Answers elicitation/create with ``answer`` where it returns a value (else as the reference)."""
@@ -509,6 +525,8 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     # no jsonrpc.every-request-answered FAIL (Peer.wait_response).
     "exits-on-unknown-notification": Breakage(ExitsOnUnknownNotification, "ext.notification.ignore", status="WARN"),
     "confuses-id-spaces": Breakage(ConfusesIdSpaces, "jsonrpc.id-spaces-independent"),
+    # Stray responses are input no conforming agent sends: dying of them is not id-spaces' MUST.
+    "exits-on-a-stray-response": Breakage(ExitsOnAStrayResponse, "jsonrpc.survives-invalid-input", status="WARN"),
     "swallows-cancelled-request": Breakage(SwallowsCancelledRequest, "cancelreq.must-answer"),
     "rejects-meta": Breakage(RejectsMeta, "ext.meta.everywhere"),
     "stderr-not-drained": Breakage(StderrNotDrained, "transport.stdio.stderr-logs", status="INFO"),

@@ -139,19 +139,17 @@ async def test_unknown_extension_notifications(acp_client: ClientHarness) -> Non
         await turn.end()
 
 
-@pytest.mark.acp_clause("jsonrpc.id-spaces-independent")
+@pytest.mark.acp_clause("jsonrpc.id-spaces-independent", "jsonrpc.survives-invalid-input")
 async def test_stray_responses_and_shared_ids(acp_client: ClientHarness) -> None:
-    """A response to an id the client never used, a second response to its initialize, and a request whose id
-    equals the client's pending session/prompt id: the client keeps its id spaces apart and goes on."""
+    """A request whose id equals the client's pending session/prompt id: answered as any other, the
+    client's own request still pending (``jsonrpc.id-spaces-independent``).  Then responses it never
+    asked for (to an id it never used, a second one to its initialize), which no conforming agent
+    sends: a client that stops answering after them misses a robustness SHOULD
+    (``jsonrpc.survives-invalid-input``), never the MUST of the legal request before them."""
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
         baseline = await permission_baseline(turn)
-        init = conn.agent.init_request
-        await conn.peer.send_raw(b'{"jsonrpc":"2.0","id":"never-sent-by-the-client-9","result":{}}\n')
-        if init is not None:
-            again: dict[str, Any] = {"jsonrpc": "2.0", "id": init.id, "result": AgentSetup().initialize_result()}
-            await conn.peer.send_raw(orjson.dumps(again) + b"\n")
         # Our request id = the client's own pending session/prompt id (same value and type).
         await turn.tool_call("Shared id")
         try:
@@ -180,7 +178,14 @@ async def test_stray_responses_and_shared_ids(acp_client: ClientHarness) -> None
             "id of the client's own pending session/prompt",
             f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}",
         )
-        await still_answers(acp_client, turn, "jsonrpc.id-spaces-independent", "stray responses", baseline)
+        init = conn.agent.init_request
+        await conn.peer.send_raw(b'{"jsonrpc":"2.0","id":"never-sent-by-the-client-9","result":{}}\n')
+        if init is not None:
+            again: dict[str, Any] = {"jsonrpc": "2.0", "id": init.id, "result": AgentSetup().initialize_result()}
+            await conn.peer.send_raw(orjson.dumps(again) + b"\n")
+        await still_answers(
+            acp_client, turn, "jsonrpc.survives-invalid-input", "responses it never asked for", baseline
+        )
         await turn.end()
 
 
