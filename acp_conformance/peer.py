@@ -217,6 +217,10 @@ class Peer:
         #: that the peer had read a request it never answered (``_answered_after``).
         self._sent_seq: dict[tuple[str, Any], int] = {}
         self._sent_count = 0
+        #: Our requests whose params the schema rejects, sent so on purpose (``validate=False``):
+        #: id key -> the first problem.  No conforming peer sends one, so silence after one is a
+        #: robustness finding (``jsonrpc.survives-invalid-input``), not a request left unanswered.
+        self._forbidden: dict[tuple[str, Any], str] = {}
         #: Responses whose id matched no request of ours (``Response.stray``), and answers without
         #: any id that the core took for responses which lost theirs: how many requests we had sent
         #: when each came, and its id (``IDLESS`` for the latter; ``strays_since``).
@@ -289,7 +293,7 @@ class Peer:
         only the handshake's events (``seed``), nothing of the last user's; nothing outstanding."""
         self.transcript, self.events = transcript, EventLog.of(seed)
         self.handlers, self.default_handler, self.listeners, self._watchers = {}, None, [], []
-        self._responses, self._sent_seq, self._sent_count = {}, {}, 0
+        self._responses, self._sent_seq, self._sent_count, self._forbidden = {}, {}, 0, {}
         self._strays.clear()
         self.wire_filter, self.tainted, self._unterminated_noted, self.searching = None, "", 0, False
         self.conn.begin_lease()
@@ -542,19 +546,22 @@ class Peer:
         peer already let this method's deadline pass twice in the run (``DeadlineMemory``)."""
         if self.deadlines is not None:
             self.deadlines.check(method, search=self.searching)
+        issues: list[Any] = []
         if not validate:
             self.tainted = "a request sent unvalidated"
-        if self.validator is not None and validate:
+        if self.validator is not None:
+            # Validated either way: a request the schema rejects, sent on purpose, must be known
+            # for what it is when its answer does not come (``_unanswered``).
             spec = self.validator.spec(method)
             if spec is not None and spec.request is not None:
-                self._check_outbound(
-                    f"{method} params",
-                    self.validator.validate(spec.request, params if params is not None else {}),
-                    validate,
-                )
+                issues = self.validator.validate(spec.request, params if params is not None else {})
+                self._check_outbound(f"{method} params", issues, validate)
         rid, data = self.conn.send_request(method, params, id=id)
         key = jsonrpc.id_key(rid)
         self._responses.pop(key, None)  # an id reused later waits for its own answer
+        self._forbidden.pop(key, None)
+        if issues:
+            self._forbidden[key] = f"{issues[0].message} at {issues[0].path or '/'}"
         self._sent_count += 1
         self._sent_seq[key] = self._sent_count
         await self._write(data, self._decoded(data))
@@ -633,7 +640,7 @@ class Peer:
                 if unproven:
                     msg += f"; {unproven}"
                 elif flag:
-                    self.flag("jsonrpc.every-request-answered", f"{msg}, though it answered {later} sent after it")
+                    self._unanswered(key, f"{msg}, though it answered {later} sent after it")
                 raise PeerExited(msg, None, self.stderr_tail(), read_proven=later is not None, unproven=unproven)
             left = deadline - loop.time()
             if left <= 0:
@@ -648,7 +655,7 @@ class Peer:
             # (``DeadlineMemory``).
             msg += f"; {unproven}"
         if flag:
-            self._missed(method, msg, limit, unanswered=not unproven)
+            self._missed(key, method, msg, limit, unanswered=not unproven)
         raise PeerTimeout(msg, self.stderr_tail(), unproven=unproven)
 
     async def _answer_or(self, key: tuple[str, Any], seconds: float) -> None:
@@ -752,14 +759,32 @@ class Peer:
                 return f"our request id {other[1]!r}"
         return None
 
-    def _missed(self, method: str, message: str, limit: float, *, unanswered: bool = True) -> None:
-        """Our ``method`` request went unanswered for ``limit`` seconds: a ``jsonrpc.every-request-
-        answered`` violation (unless ``unanswered`` is false: ``strays_since``) and, for a full
-        deadline (not a test's short observation window), one miss in the run's ``DeadlineMemory``."""
+    def _missed(
+        self, key: tuple[str, Any], method: str, message: str, limit: float, *, unanswered: bool = True
+    ) -> None:
+        """Our ``method`` request ``key`` went unanswered for ``limit`` seconds: ``_unanswered``
+        (unless ``unanswered`` is false: ``strays_since``) and, for a full deadline (not a test's
+        short observation window), one miss in the run's ``DeadlineMemory``: not for a request the
+        schema rejects, whose silence says nothing of how the peer answers valid ones."""
         if unanswered:
-            self.flag("jsonrpc.every-request-answered", message)
-        if self.deadlines is not None and limit >= self.timeout:
+            self._unanswered(key, message)
+        if self.deadlines is not None and limit >= self.timeout and key not in self._forbidden:
             self.deadlines.missed(method, self.where or "an earlier test", search=self.searching)
+
+    def _unanswered(self, key: tuple[str, Any], message: str) -> None:
+        """The one place a request of ours proven unanswered is charged: ``jsonrpc.every-request-
+        answered``, or, for a request whose params the schema rejects (sent so on purpose),
+        ``jsonrpc.survives-invalid-input``: a finding provoked by input no conforming peer sends is
+        a robustness finding, never a MUST's."""
+        why = self._forbidden.get(key)
+        if why is None:
+            self.flag("jsonrpc.every-request-answered", message)
+        else:
+            self.flag(
+                "jsonrpc.survives-invalid-input",
+                f"{message}: a request whose params the schema rejects ({why}), sent so on purpose; "
+                "no conforming peer sends one, so its silence is no jsonrpc.every-request-answered finding",
+            )
 
     async def request(
         self,
@@ -842,6 +867,7 @@ class Peer:
                 )
             if pending:
                 self._missed(
+                    jsonrpc.id_key(pending[0]),
                     awaiting,
                     f"no {what}, and no response to {awaiting} (id {pending[0]!r}), within {limit:g} s{self._stall()}",
                     limit,

@@ -122,6 +122,30 @@ def _refuse_before_every_handler(peer: Peer, refuse: Any) -> None:
     peer.default_handler = guarded(peer.default_handler or unknown)
 
 
+class HangsOnRequestsTheSchemaRejects(MockAgent):
+    """Never answers a request whose params the schema rejects (it answers every valid one, however
+    wrong its content).  No conforming client sends one: a robustness WARN, not jsonrpc.every-
+    request-answered, which the suite's deliberately broken requests must not be charged with."""
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+        validator = peer.validator
+        assert validator is not None, "this agent needs the schema"
+
+        def guarded(handler: Any) -> Any:
+            async def hanging(req: Request) -> Any:
+                spec = validator.spec(req.method)
+                params = req.params if req.has_params else {}
+                if spec is not None and spec.request is not None and validator.validate(spec.request, params):
+                    return NO_ANSWER
+                return await handler(req)
+
+            return hanging
+
+        for method, handler in list(peer.handlers.items()):
+            peer.handlers[method] = guarded(handler)
+
+
 class RefusesStringIds(MockAgent):
     """Takes only integer request ids: a string id gets -32600, under that id (it read it),
     whatever the method (those it does not implement too)."""
@@ -636,6 +660,13 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         "jsonrpc.every-request-answered",
         fuzz="test_stateful_session_lifecycle",
         says="neither ended nor asked anything",
+    ),
+    # The suite's deliberately broken requests (missing required params) left unanswered: robustness only.
+    "hangs-on-requests-the-schema-rejects": Breakage(
+        HangsOnRequestsTheSchemaRejects,
+        "jsonrpc.survives-invalid-input",
+        status="WARN",
+        quiet=frozenset({"jsonrpc.every-request-answered", "jsonrpc.invalid-params"}),
     ),
     # A negative integer id answered with an error without any id, whatever the request (zed's
     # codex-acp): one defect, jsonrpc.id-types, judged by its scripted test; not also the echo

@@ -515,3 +515,28 @@ def test_a_search_s_missed_deadlines_spare_later_searches_but_stop_no_scripted_t
     memory.missed("session/prompt", "test_x.py::d")
     with pytest.raises(PeerGaveUp, match=r"test_x\.py::c; test_x\.py::d"):
         memory.check("session/prompt")
+
+
+async def test_silence_after_a_request_the_schema_rejects_is_robustness_not_every_request_answered(
+    schema_validator: SchemaValidator,
+) -> None:
+    """A request sent broken on purpose (validate=False) is input no conforming peer sends: its
+    silence is jsonrpc.survives-invalid-input's (a SHOULD).  The same silence after a valid request
+    stays jsonrpc.every-request-answered's."""
+
+    async def hold(req: Request) -> Any:
+        return NO_ANSWER
+
+    with anyio.fail_after(10):
+        async with connected(schema_validator) as (client, agent, _):
+            agent.handlers["session/new"] = hold
+            rid = await client.send_request("session/new", {"mcpServers": []}, validate=False)  # no cwd
+            with pytest.raises(PeerTimeout):
+                await client.wait_response(rid, method="session/new", timeout=0.2)
+            (found,) = client.violations()
+            assert found.clause_id == "jsonrpc.survives-invalid-input"
+            assert "a request whose params the schema rejects" in found.message and "cwd" in found.message
+            rid = await client.send_request("session/new", NEW_SESSION, validate=False)  # valid, unvalidated
+            with pytest.raises(PeerTimeout):
+                await client.wait_response(rid, method="session/new", timeout=0.2)
+            assert [v.clause_id for v in client.violations()][1:] == ["jsonrpc.every-request-answered"]
