@@ -217,10 +217,15 @@ class Peer:
         #: that the peer had read a request it never answered (``_answered_after``).
         self._sent_seq: dict[tuple[str, Any], int] = {}
         self._sent_count = 0
-        #: Our requests whose params the schema rejects, sent so on purpose (``validate=False``):
-        #: id key -> the first problem.  No conforming peer sends one, so silence after one is a
-        #: robustness finding (``jsonrpc.survives-invalid-input``), not a request left unanswered.
+        #: Our requests no conforming peer would send, sent so on purpose: params the schema
+        #: rejects (``validate=False``) or a capability the peer did not advertise (``ungranted``);
+        #: id key -> why.  Silence after one is a robustness finding
+        #: (``jsonrpc.survives-invalid-input``), not a request left unanswered.
         self._forbidden: dict[tuple[str, Any], str] = {}
+        #: What in a request of ours (method, params) the peer did not advertise, or None: set by
+        #: the endpoint that knows its capabilities (``checks.gating.ungranted``).  Such a request
+        #: is as forbidden as one the schema rejects.
+        self.ungranted: Callable[[str, Any], str | None] | None = None
         #: Responses whose id matched no request of ours (``Response.stray``), and answers without
         #: any id that the core took for responses which lost theirs: how many requests we had sent
         #: when each came, and its id (``IDLESS`` for the latter; ``strays_since``).
@@ -561,7 +566,9 @@ class Peer:
         self._responses.pop(key, None)  # an id reused later waits for its own answer
         self._forbidden.pop(key, None)
         if issues:
-            self._forbidden[key] = f"{issues[0].message} at {issues[0].path or '/'}"
+            self._forbidden[key] = f"params the schema rejects: {issues[0].message} at {issues[0].path or '/'}"
+        elif self.ungranted is not None and (gated := self.ungranted(method, params)):
+            self._forbidden[key] = f"a request {gated}"
         self._sent_count += 1
         self._sent_seq[key] = self._sent_count
         await self._write(data, self._decoded(data))
@@ -773,17 +780,17 @@ class Peer:
 
     def _unanswered(self, key: tuple[str, Any], message: str) -> None:
         """The one place a request of ours proven unanswered is charged: ``jsonrpc.every-request-
-        answered``, or, for a request whose params the schema rejects (sent so on purpose),
-        ``jsonrpc.survives-invalid-input``: a finding provoked by input no conforming peer sends is
-        a robustness finding, never a MUST's."""
+        answered``, or, for one no conforming peer would send (``_forbidden``: sent so on purpose),
+        ``jsonrpc.survives-invalid-input``: a finding provoked by input the spec forbids us to send
+        is a robustness finding, never a MUST's."""
         why = self._forbidden.get(key)
         if why is None:
             self.flag("jsonrpc.every-request-answered", message)
         else:
             self.flag(
                 "jsonrpc.survives-invalid-input",
-                f"{message}: a request whose params the schema rejects ({why}), sent so on purpose; "
-                "no conforming peer sends one, so its silence is no jsonrpc.every-request-answered finding",
+                f"{message}: sent on purpose, {why}; no conforming peer sends such a request, so its "
+                "silence is no jsonrpc.every-request-answered finding",
             )
 
     async def request(

@@ -24,6 +24,7 @@ __all__ = [
     "elicitation_modes",
     "gated_use",
     "gated_uses",
+    "ungranted",
 ]
 
 #: Client requests gated by an agent capability (its dotted path in agentCapabilities).
@@ -104,6 +105,22 @@ def gated_uses(message: Any) -> list[tuple[str, str]]:
             path = f"mcpCapabilities.{kind}"
             out.append((path, f"that names an MCP server of type {kind}, which the agent did not advertise"))
     return out
+
+
+def ungranted(method: str, params: Any, caps: Any, *, peer: str) -> str | None:
+    """What in a request we send to ``peer`` ("agent" or "client") it did not advertise in
+    ``caps``, or None.  Such a request is one no conforming counterpart would send: a silence after
+    it is a robustness finding, not a request left unanswered (``Peer._unanswered``)."""
+    if peer == "agent":
+        return gated_use({"method": method, "params": params}, caps)
+    need = CLIENT_GATED_METHODS.get(method)
+    if need is not None and not advertised(caps, need):
+        return f"that calls {method}, which the client did not advertise ({need})"
+    if method == "elicitation/create" and isinstance(params, dict):
+        mode = params.get("mode")
+        if isinstance(mode, str) and mode not in elicitation_modes(caps):
+            return f"that asks for a {mode} elicitation, a mode the client did not advertise"
+    return None
 
 
 def gated_use(message: Any, caps: Any) -> str | None:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import anyio
 
 from acp_conformance import __version__
-from acp_conformance.checks.gating import advertised
+from acp_conformance.checks.gating import advertised, ungranted
 from acp_conformance.checks.sessions import select_values
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Notification, Request, Response
@@ -171,6 +171,9 @@ class AgentEndpoint:
         self.setup = setup or AgentSetup()
         self.init_request: Request | None = None
         self.client_capabilities: dict[str, Any] = {}
+        # A request the client did not advertise (fs/* without fs, an elicitation mode it lacks) is
+        # one no conforming agent sends: the peer charges a silence after it as robustness.
+        peer.ungranted = lambda method, params: ungranted(method, params, self.client_capabilities, peer="client")
         self.sessions: dict[str, dict[str, Any]] = {}
         self.session_requests: list[Request] = []
         self.turns: list[PromptTurn] = []

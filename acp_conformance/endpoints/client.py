@@ -31,7 +31,7 @@ from typing import Any
 
 import anyio
 
-from acp_conformance.checks.gating import advertised, elicitation_modes
+from acp_conformance.checks.gating import advertised, elicitation_modes, ungranted
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.endpoints.sandbox import MAX_READ_BYTES, Sandbox, VirtualTerminals
@@ -260,6 +260,9 @@ class ClientEndpoint:
         self.client_info = client_info or {"name": "acp-conformance", "version": _version()}
         self.init_result: dict[str, Any] | None = None
         self.sessions: dict[str, dict[str, Any]] = {}
+        # A request the agent did not advertise (session/load without loadSession...) is one no
+        # conforming client sends: the peer charges a silence after it as robustness.
+        peer.ungranted = lambda method, params: ungranted(method, params, self.agent_capabilities, peer="agent")
         self.permission_calls: list[PermissionCall] = []
         self.permission_arrived = anyio.Event()
         #: Sessions whose running turn we cancelled: permission requests arriving for them are

@@ -133,6 +133,20 @@ class LoadWithoutCapability(MockAgent):
         return caps
 
 
+class HangsOnUnadvertisedLoad(MockAgent):
+    """Advertises no loadSession and never answers a session/load: a request no conforming client
+    sends (session-setup.mdx: "Clients MUST NOT attempt to call session/load"), so its silence is a
+    robustness WARN, not jsonrpc.every-request-answered."""
+
+    def agent_capabilities(self) -> Json:
+        caps = super().agent_capabilities()
+        del caps["loadSession"]
+        return caps
+
+    async def handle_load_session(self, req: Request) -> Any:
+        return NO_ANSWER
+
+
 class LoadsUnknownSessions(MockAgent):
     async def handle_load_session(self, req: Request) -> Any:
         if _load_params(self, req)["sessionId"] not in self.sessions:
@@ -572,6 +586,15 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "shared-user-message-id": _b(SharedUserMessageId, "session.load.message-ids"),
     "loaded-session-unusable": _b(LoadedSessionUnusable, "session.load.continue"),
     "load-without-capability": _b(LoadWithoutCapability, "session.load.unsupported", "WARN"),
+    # session/load sent to an agent that did not advertise it, on purpose: its silence is robustness.
+    "hangs-on-unadvertised-load": Breakage(
+        HangsOnUnadvertisedLoad,
+        "jsonrpc.survives-invalid-input",
+        "WARN",
+        frozenset({"session.load.unsupported"}),
+        "no answer is no error either, which session.load.unsupported asks for (a SHOULD)",
+        quiet=frozenset({"jsonrpc.every-request-answered"}),
+    ),
     "loads-unknown-sessions": _b(
         LoadsUnknownSessions,
         "error.resource-not-found",

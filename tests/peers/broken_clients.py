@@ -321,6 +321,14 @@ class CancelsUnadvertisedUrl(_ElicitationOverride):
         return {"action": "cancel"} if params.get("mode") == "url" else None
 
 
+class HangsOnUnadvertisedUrl(CancelsUnadvertisedUrl):
+    """A URL elicitation it never advertised is never answered: no conforming agent sends one, so
+    the silence is a robustness WARN, not jsonrpc.every-request-answered."""
+
+    def answer(self, params: Json) -> Json | None:
+        return NO_ANSWER if params.get("mode") == "url" else None
+
+
 class EmptyElicitationMeansForm(_ElicitationOverride):
     """Advertises ``elicitation: {}`` and, by MCP's rule, takes it for form support."""
 
@@ -459,6 +467,11 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "custom-root-field": Breakage(CustomRootField, "ext.no-root-fields"),
     # elicitation
     "cancels-unadvertised-url": Breakage(CancelsUnadvertisedUrl, "elicit.mode.unadvertised-error", status="WARN"),
+    "hangs-on-unadvertised-url": Breakage(
+        HangsOnUnadvertisedUrl,
+        "jsonrpc.survives-invalid-input",
+        status="WARN",
+    ),
     "form-answer-without-action": Breakage(FormAnswerWithoutAction, "elicit.response.shape"),
     "empty-elicitation-means-form": Breakage(
         EmptyElicitationMeansForm,

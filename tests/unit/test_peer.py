@@ -12,6 +12,7 @@ import pytest
 
 from acp_conformance.core.connection import Role
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
+from acp_conformance.endpoints.client import ClientEndpoint
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
 from acp_conformance.peer import IDLESS, NO_ANSWER, HandlerError, Peer
 from acp_conformance.schema.validator import SchemaValidator
@@ -535,8 +536,33 @@ async def test_silence_after_a_request_the_schema_rejects_is_robustness_not_ever
                 await client.wait_response(rid, method="session/new", timeout=0.2)
             (found,) = client.violations()
             assert found.clause_id == "jsonrpc.survives-invalid-input"
-            assert "a request whose params the schema rejects" in found.message and "cwd" in found.message
+            assert "sent on purpose, params the schema rejects: 'cwd' is a required property" in found.message
             rid = await client.send_request("session/new", NEW_SESSION, validate=False)  # valid, unvalidated
             with pytest.raises(PeerTimeout):
                 await client.wait_response(rid, method="session/new", timeout=0.2)
+            assert [v.clause_id for v in client.violations()][1:] == ["jsonrpc.every-request-answered"]
+
+
+async def test_silence_after_a_request_the_peer_did_not_advertise_is_robustness() -> None:
+    """session/load to an agent that did not advertise loadSession (session-setup.mdx: clients MUST
+    NOT call it) is as forbidden as a malformed request: its silence is robustness.  Once the agent
+    advertises it, the same silence is jsonrpc.every-request-answered's."""
+
+    async def hold(req: Request) -> Any:
+        return NO_ANSWER
+
+    load = {"sessionId": SID, "cwd": "/tmp/project", "mcpServers": []}
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+            endpoint = ClientEndpoint(client)
+            agent.handlers["session/load"] = hold
+            endpoint.init_result = {"protocolVersion": 1, "agentCapabilities": {}}
+            with pytest.raises(PeerTimeout):
+                await client.call("session/load", load, timeout=0.2)
+            (found,) = client.violations()
+            assert found.clause_id == "jsonrpc.survives-invalid-input"
+            assert "that calls session/load, which the agent did not advertise (loadSession)" in found.message
+            endpoint.init_result = {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}}
+            with pytest.raises(PeerTimeout):
+                await client.call("session/load", load, timeout=0.2)
             assert [v.clause_id for v in client.violations()][1:] == ["jsonrpc.every-request-answered"]
