@@ -243,18 +243,19 @@ def test_an_always_option_chosen_is_noticed() -> None:
     assert _chose_always(t.entries)
 
 
-#: Answers initialize; at the next request closes its stdout, then says why on stderr and exits.
-CRASHES_AFTER_CLOSING = (
-    "import json, os, sys, time\n"
+#: Answers initialize and, at the next request, closes its stdout (what follows is each script's own).
+CLOSES_AT_THE_SECOND_REQUEST = (
+    "import json, os, signal, sys, time\n"
     "first = json.loads(sys.stdin.readline())\n"
     "answer = {'protocolVersion': 1, 'agentCapabilities': {}, 'authMethods': []}\n"
     "sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': first['id'], 'result': answer}) + '\\n')\n"
     "sys.stdout.flush()\n"
     "sys.stdin.readline()\n"
     "os.close(1)\n"
-    "time.sleep(0.3)\n"
-    "sys.stderr.write('crash report: out of memory\\n')\n"
-    "sys.exit(3)\n"
+)
+#: ... then says why on stderr and exits.
+CRASHES_AFTER_CLOSING = (
+    CLOSES_AT_THE_SECOND_REQUEST + "time.sleep(0.3)\nsys.stderr.write('crash report: out of memory\\n')\nsys.exit(3)\n"
 )
 
 
@@ -277,18 +278,8 @@ async def test_a_peer_error_tears_the_borrowed_process_down_before_its_message_i
         assert pool.retired == {"the test did not complete": 1}
 
 
-#: Answers initialize, closes its stdout at the next request, and ignores stdin EOF and SIGTERM.
-CLOSES_AND_LINGERS = (
-    "import json, os, signal, sys\n"
-    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-    "first = json.loads(sys.stdin.readline())\n"
-    "answer = {'protocolVersion': 1, 'agentCapabilities': {}, 'authMethods': []}\n"
-    "sys.stdout.write(json.dumps({'jsonrpc': '2.0', 'id': first['id'], 'result': answer}) + '\\n')\n"
-    "sys.stdout.flush()\n"
-    "sys.stdin.readline()\n"
-    "os.close(1)\n"
-    "signal.pause()\n"
-)
+#: ... then ignores stdin EOF and SIGTERM.
+CLOSES_AND_LINGERS = CLOSES_AT_THE_SECOND_REQUEST + "signal.signal(signal.SIGTERM, signal.SIG_IGN)\nsignal.pause()\n"
 
 
 async def test_an_exit_teardown_forced_is_not_reported_as_the_agents_own(
