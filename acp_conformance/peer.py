@@ -771,8 +771,8 @@ class Peer:
     ) -> None:
         """Our ``method`` request ``key`` went unanswered for ``limit`` seconds: ``_unanswered``
         (unless ``unanswered`` is false: ``strays_since``) and, for a full deadline (not a test's
-        short observation window), one miss in the run's ``DeadlineMemory``: not for a request the
-        schema rejects, whose silence says nothing of how the peer answers valid ones."""
+        short observation window), one miss in the run's ``DeadlineMemory``: not for a forbidden
+        request (``_forbidden``), whose silence says nothing of how the peer answers valid ones."""
         if unanswered:
             self._unanswered(key, message)
         if self.deadlines is not None and limit >= self.timeout and key not in self._forbidden:
