@@ -51,13 +51,12 @@ class Liveness:
     """Per-process memory of how handshakes with one command went."""
 
     ok: bool = False
-    #: Why each failed; a peer's error is kept as is and read when the test gives up on the peer,
-    #: by then its teardown has added what the peer said on its way out and how it ended.
-    failures: list[str | PeerError] = field(default_factory=list)
+    #: Why each failed: the peer's error, read only when a later test gives up on the peer; by
+    #: then its teardown has added what the peer said on its way out and how it ended.
+    failures: list[PeerError] = field(default_factory=list)
 
     def last_failure(self, peer: str) -> str:
-        last = self.failures[-1]
-        return last.describe(peer) if isinstance(last, PeerError) else last
+        return self.failures[-1].describe(peer)
 
 
 @dataclass
