@@ -100,6 +100,14 @@ async def test_an_unadvertised_mode_is_refused(acp_client: ClientHarness) -> Non
                 f"error -32602 (Invalid params) for a {mode} elicitation the client did not advertise",
                 answer,
             )
+        else:
+            # No answer is no -32602 either (its silence itself is robustness: Peer._unanswered).
+            acp_client.check(
+                "elicit.mode.unadvertised-error",
+                False,
+                f"error -32602 (Invalid params) for a {mode} elicitation the client did not advertise",
+                f"no answer within {acp_client.config.timeout:g} s",
+            )
         await turn.end()
 
 
