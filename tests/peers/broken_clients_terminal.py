@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from acp_conformance.peer import NO_ANSWER
 from mock_client import MockClient
 from tests.peers._breakage import Breakage
 
@@ -57,6 +58,16 @@ class SlowToAnswerAHeldCreate(MockClient):
 
             await anyio.sleep(4.5)
         return result
+
+
+class NeverAnswersAHeldCreate(MockClient):
+    """Never answers terminal/create for the suite's held command (the one that runs until a
+    release file appears), nor runs it: a request left unanswered, not a create that waits."""
+
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        if name == "create" and any(".acp-conformance-release" in str(a) for a in params.get("args") or []):
+            return NO_ANSWER
+        return await super().terminal_call(name, params)
 
 
 class KillReleases(MockClient):
@@ -131,6 +142,10 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "exit-status-while-running": Breakage(ExitStatusWhileRunning, "term.output.shape"),
     "create-waits-for-exit": Breakage(CreateWaitsForExit, "term.create.immediate"),
     "slow-to-answer-a-held-create": Breakage(SlowToAnswerAHeldCreate, "term.create.immediate", status="PASS"),
+    # term.create.immediate INCONCLUSIVE (not shown to wait): the silence is the request's own clause's.
+    "never-answers-a-held-create": Breakage(
+        NeverAnswersAHeldCreate, "jsonrpc.every-request-answered", says="no response to terminal/create"
+    ),
     "kill-releases": Breakage(KillReleases, "term.kill.keeps-id"),
     "release-leaves-running": Breakage(ReleaseLeavesRunning, "term.release.kills"),
     "released-id-still-works": Breakage(
