@@ -7,9 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
 from acp_conformance.peer import NO_ANSWER
+from acp_conformance.suite.client.test_terminal import RELEASE_FILE
 from mock_client import MockClient
 from tests.peers._breakage import Breakage
+
+
+def _held_create(name: str, params: dict[str, Any]) -> bool:
+    """Whether this is terminal/create of the suite's held command (it runs until RELEASE_FILE)."""
+    return name == "create" and any(RELEASE_FILE in str(a) for a in params.get("args") or [])
 
 
 class NoTerminalExitCode(MockClient):
@@ -53,9 +61,7 @@ class SlowToAnswerAHeldCreate(MockClient):
 
     async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
         result = await super().terminal_call(name, params)
-        if name == "create" and any(".acp-conformance-release" in str(a) for a in params.get("args") or []):
-            import anyio
-
+        if _held_create(name, params):
             await anyio.sleep(4.5)
         return result
 
@@ -65,7 +71,7 @@ class NeverAnswersAHeldCreate(MockClient):
     release file appears), nor runs it: a request left unanswered, not a create that waits."""
 
     async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
-        if name == "create" and any(".acp-conformance-release" in str(a) for a in params.get("args") or []):
+        if _held_create(name, params):
             return NO_ANSWER
         return await super().terminal_call(name, params)
 

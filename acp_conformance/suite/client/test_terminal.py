@@ -29,6 +29,9 @@ pytestmark = pytest.mark.anyio
 
 #: Seconds a long-running probe command lasts at most; every check finishes well before.
 LONG = 60
+#: The file whose appearance lets the held command of ``test_terminal_kill_keeps_the_id`` finish
+#: (its name is in the command line; the broken clients of its proofs recognise it by it).
+RELEASE_FILE = ".acp-conformance-release"
 
 
 async def _terminal_turn(acp: ClientHarness, conn: ClientConnection) -> PromptTurn:
@@ -122,7 +125,7 @@ async def test_terminal_kill_keeps_the_id(acp_client: ClientHarness) -> None:
         # The command runs until we let it finish (the file appears), LONG s at most: a create that
         # waits for the command is told from a slow one by letting it finish and seeing the answer
         # come only then, never from the clock alone.
-        release = probe_path(conn, turn, ".acp-conformance-release")
+        release = probe_path(conn, turn, RELEASE_FILE)
         held = f"[ ! -e {shlex.quote(str(release))} ] && [ $i -lt {LONG * 10} ]"
         script = f"echo started; i=0; while {held}; do sleep 0.1; i=$((i+1)); done"
         params = {"sessionId": turn.session_id, "command": "sh", "args": ["-c", script]}
