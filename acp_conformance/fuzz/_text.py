@@ -18,6 +18,13 @@ from acp_conformance.fuzz._options import _Opts
 _DATES_END = datetime.datetime(2026, 1, 1)
 _LOCALES = ("en_US", "ja_JP", "ar_AA", "he_IL", "ru_RU", "zh_CN", "de_DE", "el_GR", "ko_KR", "fr_FR")
 _FAKERS = threading.local()
+#: The Faker providers the strategies below call (``person`` for ``internet``'s user names).  A
+#: Faker with every provider of its locale costs 20-210 ms to make (ko_KR the most), ~0.5 s for the
+#: ten locales in every pytest process that fuzzes; with these, ~7 ms each, and for a given seed
+#: the same text (tests/property/test_strategies.py).
+_PROVIDERS = tuple(
+    f"faker.providers.{name}" for name in ("lorem", "file", "internet", "date_time", "company", "person")
+)
 
 
 def _faker(seed: int) -> Any:
@@ -30,7 +37,7 @@ def _faker(seed: int) -> Any:
     if fake is None:
         from faker import Faker
 
-        fake = cache[locale] = Faker(locale)
+        fake = cache[locale] = Faker(locale, providers=list(_PROVIDERS))
     fake.seed_instance(seed)
     return fake
 
@@ -185,7 +192,7 @@ def _strings_for(hint: str | None, opts: _Opts) -> SearchStrategy[str]:
     if hint == "command":
         return st.sampled_from(["npx", "uvx", "python3", "/usr/local/bin/mcp-server", "node"]) | _abs_paths(r, u)
     if hint in ("name", "title", "hint"):
-        return _fake(lambda f: f.catch_phrase() if f.locale == "en_US" else f.word()) | free
+        return _fake(lambda f: f.catch_phrase() if f.locales[0] == "en_US" else f.word()) | free
     if hint in ("text", "content", "newText", "oldText", "output", "message", "description", "summary"):
         return _fake(lambda f: f.paragraph(nb_sentences=3)) | free
     if hint in ("signal",):
