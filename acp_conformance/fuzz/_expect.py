@@ -29,6 +29,9 @@ INVALID_PARAMS = int(jsonrpc.ErrorCode.INVALID_PARAMS)
 #: Methods every receiver of that role implements (so -32601 is never right for them).
 BASELINE = frozenset({"initialize", "session/new", "session/prompt", "session/request_permission"})
 
+#: The message of a silence, before anything says how long it was waited for.
+NO_ANSWER = "no answer"
+
 
 @dataclass(frozen=True, slots=True)
 class Problem:
@@ -36,6 +39,10 @@ class Problem:
 
     clause: str
     message: str
+    #: A silence read off the answers to the requests sent behind the frame, its own answer not
+    #: waited for: JSON-RPC lets a peer answer in any order, so it is not yet proven
+    #: (``FrameFuzzer.confirm``).
+    unawaited: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +74,7 @@ class Expect:
             return []
         if not answers:
             if self.answer == "required":
-                return [Problem(self.missing_clause, "no answer")]
+                return [Problem(self.missing_clause, NO_ANSWER)]
             return []
         out: list[Problem] = []
         for a in answers:

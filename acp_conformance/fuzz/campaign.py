@@ -25,10 +25,11 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Protocol
 
 import orjson
@@ -56,7 +57,7 @@ from acp_conformance.fuzz._budget import (
     shrink_time_limit,
     with_replay,
 )
-from acp_conformance.fuzz._expect import Expect, Frame, Problem
+from acp_conformance.fuzz._expect import NO_ANSWER, Expect, Frame, Problem
 from acp_conformance.fuzz._findings import Finding, FuzzFinding, Recorder, finding_type, record_findings
 from acp_conformance.peer import Peer, stray_words, strays_in, unread_answer
 from acp_conformance.results import Status, breach_status
@@ -217,6 +218,9 @@ class FrameFuzzer(ABC):
         self._deadline = 0.0
         self.failed = False
         self.first_failures: dict[str, Finding] = {}
+        #: The frame (and its judge) that raised each clause's finding last: Hypothesis raises the
+        #: reported (shrunk) example last, so this is the frame ``confirm`` runs again.
+        self._raised: dict[str, tuple[Frame, Judge | None]] = {}
 
     # ----------------------------------------------------------------- hooks
     @abstractmethod
@@ -291,7 +295,7 @@ class FrameFuzzer(ABC):
 
     def _impatient(self, problem: Problem, waited: float) -> Problem:
         """ "No answer", said with the window it was given (``patience``)."""
-        if problem.message != "no answer":
+        if problem.message != NO_ANSWER:
             return problem
         return Problem(
             problem.clause,
@@ -312,6 +316,7 @@ class FrameFuzzer(ABC):
                 p = Problem(
                     "jsonrpc.survives-invalid-input",
                     f"{p.message}, after a frame {why}: a robustness finding (for valid input it would be {p.clause})",
+                    p.unawaited,
                 )
             out.append(p)
         return out
@@ -408,7 +413,44 @@ class FrameFuzzer(ABC):
         problems, evidence = memo
         if problems:
             p = problems[0]
+            if p.unawaited:
+                self._raised[p.clause] = (frame, judge)
+            else:
+                self._raised.pop(p.clause, None)
             raise finding_type(p.clause)(p.message, frame.describe(), evidence)
+
+    def confirm(self, finding: Finding) -> Finding:
+        """A finding of silence proven, or said to be unproven.
+
+        "No answer" to a frame we did not wait for (one without an id we could track) means only
+        that the requests we sent behind it were answered first; JSON-RPC lets a peer answer in
+        any order, so the frame's answer may still have been coming.  The reported example is run
+        once more on a fresh connection, this time waiting for that answer (``patience``): silence
+        then is the finding, said with the wait; an answer that comes makes the silence unproven,
+        or, if it is a wrong answer of the same clause, the finding instead."""
+        raised = self._raised.get(finding.clause)
+        if raised is None or not finding.recurred:
+            return finding
+        frame, judge = raised
+        if not self._restart(" to confirm a silence"):
+            return replace(finding, unproven="its silence could not be confirmed (the peer could not be started again)")
+        assert self._live is not None
+        expect = judge(frame, self._live) if judge else frame.expect
+        problems = self._attribute(
+            frame, self._live, self.portal.call(partial(self._exchange, patient=True), self._live, frame, expect)
+        )
+        self._dirty = True
+        same = [p for p in problems if p.clause == finding.clause]
+        if same:
+            return replace(finding, message=same[0].message, evidence=self.harness.evidence(self._live.conn))
+        return replace(
+            finding,
+            unproven=(
+                "an answer came when the example was run again and its answer waited for, after the "
+                "answers to the requests we sent behind it (JSON-RPC allows any order), so the silence "
+                "below was none; the other examples' silences were not waited for"
+            ),
+        )
 
     def _restart(self, why: str) -> bool:
         """A fresh connection; False when the peer cannot be restarted (what was found is kept,
@@ -444,7 +486,9 @@ class FrameFuzzer(ABC):
         out.append(data[pos:])
         return [w for w in out if w]
 
-    async def _exchange(self, live: Live, frame: Frame, expect: Expect) -> list[Problem]:
+    async def _exchange(self, live: Live, frame: Frame, expect: Expect, *, patient: bool = False) -> list[Problem]:
+        """Send ``frame`` and two probes behind it; its problems.  ``patient``: an answer the frame
+        did not get by the time the probes were answered is waited for (``confirm``)."""
         peer = live.conn.peer
         mark = len(peer.events)
         rid = frame.id
@@ -480,6 +524,8 @@ class FrameFuzzer(ABC):
         probe_ids: list[Any] = []
         #: How long we waited for the frame's answer, when that was less than the deadline (``patience``).
         short: float | None = None
+        #: Whether its answer was waited for (else its silence is read off the probes' answers).
+        awaited = False
         method, params, validate = live.probe
         try:
             for chunk in self._writes(frame, live):
@@ -502,6 +548,7 @@ class FrameFuzzer(ABC):
                     return idless_ok and idless_error(ev) is not None
 
                 waited = await self._await_answer(peer, answered, mark, why)
+                awaited = True
                 if waited is not None and waited < self.timeout:
                     short = waited
                 elif waited is not None and why is None and peer.deadlines is not None and frame.method:
@@ -558,14 +605,11 @@ class FrameFuzzer(ABC):
             # Unpaired ids stay allowed: a slow peer's late answer to a malformed frame is not
             # an answer "to nothing" (the frame's expectation has judged what came in time).
         probe_keys = {jsonrpc.id_key(p) for p in probe_ids}
-        window = peer.events[mark:]
-        responses = [
-            e
-            for e in window
-            if isinstance(e, Response) and isinstance(e.message, dict) and id_key(e.id) not in probe_keys
-        ]
-        answers = frame.answers([_paired(e) for e in responses] + (_idless_errors(window) if idless_ok else []))
-        found = expect.check(answers)
+        if patient and not awaited:
+            # ``confirm``: this time the frame's own answer is waited for (at once if it came).
+            short = await self._await_late_answer(peer, frame, probe_keys, idless_ok, mark, why)
+        window, responses, answers = _came(frame, peer.events[mark:], probe_keys, idless_ok)
+        found = _judged(expect, answers, unawaited=not (awaited or patient))
         if tracked and not answers:
             found = [_unanswered(p, responses) if p.clause == expect.missing_clause else p for p in found]
         if short is not None:
@@ -577,6 +621,20 @@ class FrameFuzzer(ABC):
         if await self._refused_id(live, frame, problems, answers, window):
             return []
         return problems
+
+    async def _await_late_answer(
+        self, peer: Peer, frame: Frame, probe_keys: AbstractSet[Any], idless_ok: bool, mark: int, why: str | None
+    ) -> float | None:
+        """``_await_answer`` for a frame we did not wait for: an answer under its id (or an id read
+        in its bytes), or an error without an id where that answers it."""
+        ids = {id_key(i) for i in ([frame.id] if frame.has_id else _ids_in(frame.data))} - probe_keys
+
+        def late(ev: Event) -> bool:
+            if isinstance(ev, Response):
+                return id_key(ev.id) in ids or (idless_ok and ev.id is None and ev.is_error)
+            return idless_ok and idless_error(ev) is not None
+
+        return await self._await_answer(peer, late, mark, why)
 
     async def _refused_id(
         self, live: Live, frame: Frame, problems: list[Problem], answers: list[Any], window: list[Event]
@@ -655,6 +713,27 @@ def odd_id_kind(rid: Any) -> str | None:
     if isinstance(rid, int) and not isinstance(rid, bool) and -(2**63) <= rid < 0:
         return "negative"
     return None
+
+
+def _judged(expect: Expect, answers: Sequence[Mapping[str, Any]], *, unawaited: bool) -> list[Problem]:
+    """``expect.check``; ``unawaited``: the frame's answer was not waited for, so a silence is only
+    read off the answers to the probes behind it (``Problem.unawaited``)."""
+    found = expect.check(answers)
+    if not unawaited:
+        return found
+    return [replace(p, unawaited=True) if p.message == NO_ANSWER else p for p in found]
+
+
+def _came(
+    frame: Frame, window: list[Event], probe_keys: AbstractSet[Any], idless_ok: bool
+) -> tuple[list[Event], list[Response], list[Mapping[str, Any]]]:
+    """What answered ``frame`` in ``window`` (the events since it went out): the responses other
+    than our probes' and, with ``idless_ok``, the errors without an id; and those as its answers."""
+    responses = [
+        e for e in window if isinstance(e, Response) and isinstance(e.message, dict) and id_key(e.id) not in probe_keys
+    ]
+    paired = [_paired(e) for e in responses] + (_idless_errors(window) if idless_ok else [])
+    return window, responses, frame.answers(paired)
 
 
 def _unanswered(missing: Problem, window: Sequence[Event]) -> Problem:
@@ -821,7 +900,7 @@ def run_campaign(
                 with shrink_time_limit(budget.shrink_seconds):
                     with_replay(fuzz, budget)()
             except Exception as exc:
-                findings = _collect(exc, fuzzer.first_failures)
+                findings = [fuzzer.confirm(f) for f in _collect(exc, fuzzer.first_failures)]
         finally:
             fuzzer.stop()
     for failure in fuzzer.stream_failures:

@@ -58,9 +58,7 @@ def test_a_fast_conforming_agent_never_fails_a_cancellation_race(tmp_path: Path)
     ],
 )
 def test_conforming_tool_call_orders_get_no_finding(tmp_path: Path, name: str, clauses: tuple[str, ...]) -> None:
-    run = run_suite(
-        f"{PY} {CONFORMING} {name}", tmp_path, "-k", "tool or scenario", "--acp-timeout=5", "-n", "2"
-    )
+    run = run_suite(f"{PY} {CONFORMING} {name}", tmp_path, "-k", "tool or scenario", "--acp-timeout=5", "-n", "2")
     findings = run.with_status("FAIL", "WARN", "INFO")
     assert not findings, {c: run.messages(c) for c in findings}
     for clause in clauses:
@@ -83,3 +81,48 @@ def test_session_metadata_after_a_cancelled_turn_is_no_late_output(tmp_path: Pat
     findings = run.with_status("FAIL", "WARN")
     assert not findings, {c: run.messages(c) for c in findings}
     assert run.statuses()["cancel.updates-before-response"] == "PASS"
+
+
+def test_an_agent_with_every_quirk_the_spec_allows_gets_no_finding(tmp_path: Path) -> None:
+    """String request ids, frames written in pieces, ``_meta`` on everything, session metadata
+    pushed after ``session/new``, a thought and a plan opening every turn: the whole suite finds
+    nothing, and judges the updates it would not have seen otherwise."""
+    run = run_suite(f"{PY} {CONFORMING} all-unusual", tmp_path, "-n", "2")
+    findings = run.with_status("FAIL", "WARN", "INFO")
+    assert not findings, {c: run.messages(c) for c in findings}
+    assert "ACP verdict: CONFORMANT" in run.stdout, run.stdout[-2000:]
+    for clause in ("update.commands.shape", "update.session-info.shape", "perm.agent-honours-outcome"):
+        assert run.statuses()[clause] == "PASS", clause
+
+
+def test_an_agent_that_refuses_every_prompt_is_never_failed(tmp_path: Path) -> None:
+    """A conforming agent that does nothing (every turn ends ``refusal`` at once) breaks no clause:
+    what needs a tool call, a permission or a running turn is INCONCLUSIVE or NOT_APPLICABLE, the
+    verdict INCONCLUSIVE, never NOT CONFORMANT."""
+    run = run_suite(f"{PY} {CONFORMING} refuses-everything", tmp_path, "-n", "2")
+    findings = run.with_status("FAIL", "WARN", "INFO")
+    assert not findings, {c: run.messages(c) for c in findings}
+    statuses = run.statuses()
+    assert statuses["cancel.stop-reason"] == "INCONCLUSIVE"
+    assert statuses["perm.agent-honours-outcome"] in ("INCONCLUSIVE", "NOT_APPLICABLE")
+    assert "ACP verdict: INCONCLUSIVE" in run.stdout, run.stdout[-2000:]
+
+
+def test_an_error_answered_after_later_requests_is_no_silence(tmp_path: Path) -> None:
+    """JSON-RPC lets a peer answer in any order: an agent whose error for an unparseable line or an
+    invalid request comes after its answers to the requests behind it is not silent.  The fuzz
+    campaigns read silence off those answers; the example reported is run again with its answer
+    waited for, which comes: INCONCLUSIVE with why, not the WARN it once was."""
+    run = run_suite(
+        f"{PY} {CONFORMING} late-errors-to-malformed-lines",
+        tmp_path,
+        "-k",
+        "test_fuzz_unparseable_lines or test_fuzz_invalid_requests",
+        "-n",
+        "2",
+    )
+    findings = run.with_status("FAIL", "WARN", "INFO")
+    assert not findings, {c: run.messages(c) for c in findings}
+    for clause in ("jsonrpc.parse-error", "jsonrpc.invalid-request"):
+        assert run.statuses()[clause] == "INCONCLUSIVE", clause
+        assert any("an answer came" in m for m in run.messages(clause, "INCONCLUSIVE")), run.messages(clause)

@@ -7,7 +7,10 @@ never FAIL them (``tests/e2e/test_race_soundness.py``).
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 if __name__ == "__main__":  # run as a file: make the repository root importable
@@ -15,7 +18,14 @@ if __name__ == "__main__":  # run as a file: make the repository root importable
 
 from typing import Any
 
+import anyio
+
+from acp_conformance.core.events import Request
+from acp_conformance.errors import PeerExited
+from acp_conformance.peer import NO_ANSWER, Peer
+from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent, Turn
+from mock_agent.agent import AgentLog, AgentPeer
 from mock_agent.cli import main
 
 Json = dict[str, Any]
@@ -92,11 +102,197 @@ class RetitlesAfterEachTurn(MockAgent):
         )
 
 
+class _StringIdPeer(AgentPeer):
+    """Names its own requests with strings ("agent-req-1", ...) instead of numbers."""
+
+    _names = itertools.count(1)
+
+    async def send_request(self, method: str, params: Any = None, *, id: Any = None, validate: bool = True) -> Any:
+        if id is None:
+            id = f"agent-req-{next(self._names)}"
+        return await super().send_request(method, params, id=id, validate=validate)
+
+
+class StringRequestIds(MockAgent):
+    """Its requests to the client (permission, fs, terminal, elicitation) carry string ids: JSON-RPC
+    allows a String or a Number (schema ``RequestId``), and the client's ids live in another space."""
+
+    def make_peer(self, transport: Transport) -> Peer:
+        return _StringIdPeer(transport, validator=self.validator, transcript=AgentLog("mock-agent"))
+
+
+class _SplitSends:
+    """A transport whose every write goes out in three pieces, 2 ms apart: a reader sees partial
+    lines, which newline-delimited framing allows (transports.mdx: messages are delimited by
+    newlines, not by writes)."""
+
+    def __init__(self, inner: Transport) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def send(self, data: bytes) -> None:
+        a, b = len(data) // 3, 2 * len(data) // 3
+        for piece in (data[:a], data[a:b], data[b:]):
+            if piece:
+                await self._inner.send(piece)
+                await anyio.sleep(0.002)
+
+
+class SplitWrites(MockAgent):
+    """Writes every frame in three pieces with pauses between (a Node agent's stream may do so)."""
+
+    def make_peer(self, transport: Transport) -> Peer:
+        return super().make_peer(_SplitSends(transport))
+
+
+META = {"example.com/trace": {"span": "0f1e2d3c", "sampled": True}}
+
+
+class _MetaPeer(AgentPeer):
+    """Puts ``_meta`` on every request and notification it sends, and on every update."""
+
+    async def notify(self, method: str, params: Any = None, *, validate: bool = True) -> None:
+        if isinstance(params, dict):
+            params = {**params, "_meta": META}
+            if isinstance(params.get("update"), dict):
+                params["update"] = {**params["update"], "_meta": META}
+        await super().notify(method, params, validate=validate)
+
+    async def send_request(self, method: str, params: Any = None, *, id: Any = None, validate: bool = True) -> Any:
+        if isinstance(params, dict):
+            params = {**params, "_meta": META}
+        return await super().send_request(method, params, id=id, validate=validate)
+
+
+def _with_meta(handler: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Any]]:
+    async def answer(req: Request) -> Any:
+        result = await handler(req)
+        return {**result, "_meta": META} if isinstance(result, dict) else result
+
+    return answer
+
+
+class MetaEverywhere(MockAgent):
+    """Extension data under ``_meta`` on everything it sends: every result, request, notification
+    and update (extensibility.mdx: every type may carry it; the receiver must not interpret it)."""
+
+    def make_peer(self, transport: Transport) -> Peer:
+        return _MetaPeer(transport, validator=self.validator, transcript=AgentLog("mock-agent"))
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+        for method, handler in list(peer.handlers.items()):
+            peer.handlers[method] = _with_meta(handler)
+
+
+class Chatty(MockAgent):
+    """Pushes the session's commands and a title right after every ``session/new`` answer (as
+    claude-agent-acp and codex-acp do) and opens every turn with a thought and a plan: all allowed
+    at any time in a session (prompt-turn.mdx § 3, agent-plan.mdx, slash-commands.mdx,
+    session-list.mdx § Updating Session Metadata)."""
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+        new_session = peer.handlers["session/new"]
+
+        async def answer_then_push(req: Request) -> Any:
+            result = await new_session(req)
+            await peer.respond(req.id, result, method=req.method)
+            sid = result.get("sessionId") if isinstance(result, dict) else None
+            if isinstance(sid, str):
+                commands = [{"name": "review", "description": "Review the changes", "input": None}]
+                await self.send_update(
+                    sid, {"sessionUpdate": "available_commands_update", "availableCommands": commands}
+                )
+                await self.send_update(sid, {"sessionUpdate": "session_info_update", "title": "New session"})
+            return NO_ANSWER
+
+        peer.handlers["session/new"] = answer_then_push
+
+    async def prompt_turn(self, turn: Turn) -> str:
+        await self.emit(turn, self.message_chunk("agent_thought_chunk", "Thinking.", None))
+        await self.emit(
+            turn,
+            self.plan_update([{"content": "Answer the prompt", "priority": "medium", "status": "in_progress"}]),
+        )
+        return await super().prompt_turn(turn)
+
+
+class RefusesEverything(MockAgent):
+    """Ends every turn at once with ``refusal`` and says nothing: a conforming, useless agent.  No
+    clause may FAIL for what it never does (tool calls, permissions, files, plans)."""
+
+    async def prompt_turn(self, turn: Turn) -> str:
+        return "refusal"
+
+
+class SlowAnswers(MockAgent):
+    """Every answer to a request goes out 0.3 s after the agent has it (a model-backed agent is
+    slower than that): well within any deadline the suite gives."""
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+        for method, handler in list(peer.handlers.items()):
+            peer.handlers[method] = _late(handler)
+
+
+def _late(handler: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Any]]:
+    async def answer(req: Request) -> Any:
+        try:
+            return await handler(req)
+        finally:
+            await anyio.sleep(0.3)
+
+    return answer
+
+
+class _LateErrorsPeer(AgentPeer):
+    """Answers a line it cannot read 0.3 s later than it would (the requests behind it first)."""
+
+    def answer_malformed(self, code: int, message: str) -> None:
+        async def late() -> None:
+            await anyio.sleep(0.3)
+            with contextlib.suppress(PeerExited):
+                await self.respond_error(None, code, message)
+
+        self.start_soon(late)
+
+
+class LateErrorsToMalformedLines(MockAgent):
+    """Its error for an unparseable line or an invalid request comes after its answers to the
+    requests written behind that line: JSON-RPC lets responses come in any order."""
+
+    def make_peer(self, transport: Transport) -> Peer:
+        return _LateErrorsPeer(transport, validator=self.validator, transcript=AgentLog("mock-agent"))
+
+
+class _UnusualPeer(_StringIdPeer, _MetaPeer):
+    """String request ids and ``_meta`` on everything."""
+
+
+class AllUnusual(Chatty, MetaEverywhere):
+    """Every quirk above that the spec allows, at once: string request ids, frames written in
+    pieces, ``_meta`` everywhere, metadata and a thought and a plan around every turn."""
+
+    def make_peer(self, transport: Transport) -> Peer:
+        return _UnusualPeer(_SplitSends(transport), validator=self.validator, transcript=AgentLog("mock-agent"))
+
+
 AGENTS: dict[str, type[MockAgent]] = {
     "fast-turns": FastTurns,
     "two-tool-calls": TwoToolCalls,
     "announces-when-running": AnnouncesWhenRunning,
     "retitles-after-each-turn": RetitlesAfterEachTurn,
+    "string-request-ids": StringRequestIds,
+    "split-writes": SplitWrites,
+    "meta-everywhere": MetaEverywhere,
+    "chatty": Chatty,
+    "refuses-everything": RefusesEverything,
+    "slow-answers": SlowAnswers,
+    "late-errors-to-malformed-lines": LateErrorsToMalformedLines,
+    "all-unusual": AllUnusual,
 }
 
 
