@@ -1,0 +1,38 @@
+"""A conforming client with every quirk the spec allows gets no finding from the client suite.
+
+String request ids, ``_meta`` on everything it sends, frames written in pieces, answers to the
+agent 0.15 s late, an extension notification before every prompt
+(``tests/peers/conforming_clients.py all-unusual``): the suite must judge what a client does, not
+what the reference client happens to do.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from tests.e2e._suite_run import ROOT, run_suite
+
+PY = sys.executable
+CONFORMING = ROOT / "tests" / "peers" / "conforming_clients.py"
+CAPS = "--caps fs,terminal,elicitation-form,auth-terminal"
+ARGS = f"{{permission}} {CAPS} --add-dir /tmp --agent {{agent}} --prompt {{prompt}} --quiet"
+
+
+def test_a_client_with_every_quirk_the_spec_allows_gets_no_finding(tmp_path: Path) -> None:
+    run = run_suite(
+        f"{PY} {CONFORMING} all-unusual {ARGS}",
+        tmp_path,
+        "--acp-client-profile=mock-client",
+        f"--basetemp={tmp_path / 'bt'}",
+        "-n",
+        "2",
+        role="client",
+        timeout=600,
+    )
+    findings = run.with_status("FAIL", "WARN", "INFO")
+    assert not findings, {c: run.messages(c) for c in findings}
+    assert "ACP verdict: CONFORMANT" in run.stdout, run.stdout[-2000:]
+    # Judged on the quirky client, not left unreached: its permission answers, ids and _meta.
+    for clause in ("perm.response.shape", "jsonrpc.id-types", "ext.meta.everywhere"):
+        assert run.statuses()[clause] == "PASS", clause

@@ -1,0 +1,104 @@
+"""Conforming clients with unusual but allowed behaviour, for proving the client suite's verdicts.
+
+``python tests/peers/conforming_clients.py NAME [mock_client options]`` runs one.  Each is the
+reference client with quirks the spec allows; the suite must find nothing in any of them
+(``tests/e2e/test_conforming_clients.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+if __name__ == "__main__":  # run as a file: make the repository root importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import anyio
+
+from acp_conformance.core.events import Request
+from acp_conformance.peer import Peer
+from acp_conformance.transport.base import Transport
+from mock_client import MockClient
+from mock_client.cli import main
+from mock_client.client import ClientPeer
+
+META = {"example.com/trace": {"span": "a1b2c3d4", "sampled": False}}
+
+
+class _QuirkyPeer(ClientPeer):
+    """Names its requests with strings ("client-req-1", ...), and puts ``_meta`` on the params of
+    every request and notification it sends."""
+
+    _names = itertools.count(1)
+
+    async def send_request(self, method: str, params: Any = None, *, id: Any = None, validate: bool = True) -> Any:
+        if id is None:
+            id = f"client-req-{next(self._names)}"
+        if isinstance(params, dict):
+            params = {**params, "_meta": META}
+        return await super().send_request(method, params, id=id, validate=validate)
+
+    async def notify(self, method: str, params: Any = None, *, validate: bool = True) -> None:
+        if isinstance(params, dict):
+            params = {**params, "_meta": META}
+        await super().notify(method, params, validate=validate)
+
+
+class _SplitSends:
+    """A transport whose every write goes out in three pieces, 2 ms apart (newline-delimited
+    framing delimits messages by newlines, not by writes: transports.mdx)."""
+
+    def __init__(self, inner: Transport) -> None:
+        self._inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def send(self, data: bytes) -> None:
+        a, b = len(data) // 3, 2 * len(data) // 3
+        for piece in (data[:a], data[a:b], data[b:]):
+            if piece:
+                await self._inner.send(piece)
+                await anyio.sleep(0.002)
+
+
+def _late(handler: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Any]]:
+    """The handler's answer, 0.15 s after the client has it, ``_meta`` added to a result."""
+
+    async def answer(req: Request) -> Any:
+        result = await handler(req)
+        await anyio.sleep(0.15)
+        return {**result, "_meta": META} if isinstance(result, dict) else result
+
+    return answer
+
+
+class AllUnusual(MockClient):
+    """String request ids, ``_meta`` on everything it sends, frames written in pieces, every answer
+    to the agent 0.15 s late (a user reading a permission prompt is slower), and an extension
+    notification before every prompt (extensibility.mdx: the agent ignores what it does not know)."""
+
+    def make_peer(self, transport: Transport) -> Peer:
+        return _QuirkyPeer(_SplitSends(transport), validator=self.validator, timeout=self.options.timeout)
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+        for method, handler in list(peer.handlers.items()):
+            peer.handlers[method] = _late(handler)
+
+    async def run_turn(self, session_id: str, text: str) -> dict[str, Any]:
+        await self.peer.notify("_example.com/focus", {"sessionId": session_id, "editor": "visible"})
+        return await super().run_turn(session_id, text)
+
+
+CLIENTS: dict[str, type[MockClient]] = {"all-unusual": AllUnusual}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in CLIENTS:
+        print(f"usage: {sys.argv[0]} NAME [mock_client options]; NAME one of: {', '.join(CLIENTS)}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[2:], client_cls=CLIENTS[sys.argv[1]]))
