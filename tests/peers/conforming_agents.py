@@ -268,13 +268,57 @@ class LateErrorsToMalformedLines(MockAgent):
         return _LateErrorsPeer(transport, validator=self.validator, transcript=AgentLog("mock-agent"))
 
 
+class OddSessionIds(MockAgent):
+    """Session ids with a slash, dots, a space and non-ASCII letters: the schema's ``SessionId`` is
+    any string, so the client must not read it as a path or a token of its own."""
+
+    def new_session_id(self) -> str:
+        return f"../sess/ü {super().new_session_id()} ✓"
+
+
+class EchoesThePrompt(MockAgent):
+    """Streams the prompt back as a ``user_message_chunk`` before answering (the schema allows
+    that update at any time in a session; some agents echo the user's message)."""
+
+    async def prompt_turn(self, turn: Turn) -> str:
+        await self.emit(turn, self.message_chunk("user_message_chunk", turn.text or "(no text)", None))
+        return await super().prompt_turn(turn)
+
+
+class AuthOptional(MockAgent):
+    """Advertises an authentication method but serves everyone without it (authentication.mdx:
+    the agent returns AUTH_REQUIRED only when it needs it)."""
+
+    def auth_methods(self) -> list[Json]:
+        return [{"id": self.AUTH_METHOD_ID, "name": "Token", "description": "Optional"}]
+
+
+class NoisyStderr(MockAgent):
+    """Logs twenty lines to stderr for every request it serves (stderr is for logs: transports.mdx)."""
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+        for method, handler in list(peer.handlers.items()):
+            peer.handlers[method] = _logged(method, handler)
+
+
+def _logged(method: str, handler: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Any]]:
+    async def answer(req: Request) -> Any:
+        for i in range(20):
+            print(f"[debug] {method} step {i}: {'x' * 60}", file=sys.stderr)
+        return await handler(req)
+
+    return answer
+
+
 class _UnusualPeer(_StringIdPeer, _MetaPeer):
     """String request ids and ``_meta`` on everything."""
 
 
-class AllUnusual(Chatty, MetaEverywhere):
+class AllUnusual(Chatty, MetaEverywhere, OddSessionIds, EchoesThePrompt, NoisyStderr):
     """Every quirk above that the spec allows, at once: string request ids, frames written in
-    pieces, ``_meta`` everywhere, metadata and a thought and a plan around every turn."""
+    pieces, ``_meta`` everywhere, metadata and a thought and a plan around every turn, session ids
+    that look like paths, the prompt echoed back, stderr full of logs."""
 
     def make_peer(self, transport: Transport) -> Peer:
         return _UnusualPeer(_SplitSends(transport), validator=self.validator, transcript=AgentLog("mock-agent"))
@@ -293,6 +337,10 @@ AGENTS: dict[str, type[MockAgent]] = {
     "slow-answers": SlowAnswers,
     "late-errors-to-malformed-lines": LateErrorsToMalformedLines,
     "all-unusual": AllUnusual,
+    "odd-session-ids": OddSessionIds,
+    "echoes-the-prompt": EchoesThePrompt,
+    "auth-optional": AuthOptional,
+    "noisy-stderr": NoisyStderr,
 }
 
 
