@@ -583,7 +583,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "load-always-fails": _b(LoadAlwaysFails, "session.load.replay-all"),
     "load-result-array": _b(LoadResultArray, "session.load.response", also={"schema.valid"}, why=_SCHEMA),
     "load-result-null": _b(LoadResultNull, "schema.null-result", "WARN"),
-    "shared-user-message-id": _b(SharedUserMessageId, "session.load.message-ids"),
+    "shared-user-message-id": _b(SharedUserMessageId, "session.load.message-ids", "WARN"),
     "loaded-session-unusable": _b(LoadedSessionUnusable, "session.load.continue"),
     "load-without-capability": _b(LoadWithoutCapability, "session.load.unsupported", "WARN"),
     # session/load sent to an agent that did not advertise it, on purpose: its silence is robustness.

@@ -147,7 +147,8 @@ async def test_terminal_kill_keeps_the_id(acp_client: ClientHarness) -> None:
                 f"a terminalId while the command runs (it ran {2 * limit:g} s, until we let it finish)",
                 "the answer came only after the command was let finish: terminal/create waited for it",
             )
-        assert created is not None
+            # A SHOULD: the check records its WARN and the test goes on, but the command has ended.
+            inconclusive("the terminal id came only once the command had ended: its output and kill not judged")
         tid = _tid(created)
         acp_client.check(
             "term.create.immediate",
@@ -155,6 +156,8 @@ async def test_terminal_kill_keeps_the_id(acp_client: ClientHarness) -> None:
             "a terminalId while the command runs",
             f"error {created.error!r}" if created.is_error else f"result {created.result!r}",
         )
+        if tid is None:
+            inconclusive("terminal/create gave no terminal id: its output and kill not judged")
         out = await turn.terminal("output", tid)
         result = out.result if isinstance(out.result, dict) else {}
         acp_client.check(
