@@ -11,6 +11,7 @@ import pytest
 from acp_conformance.endpoints.client import Turn
 from acp_conformance.errors import PeerError, PeerExited, PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.harness.base import HarnessBase
 from acp_conformance.plugin.keys import STATE
 from acp_conformance.plugin.outcomes import Inconclusive, NotApplicable
 from acp_conformance.results import Status
@@ -19,6 +20,7 @@ if TYPE_CHECKING:  # the scenario models (pydantic) load only in the tests that 
     from acp_conformance.scenario.result import ScenarioResult
 
 __all__ = [
+    "check_or_stop",
     "conclude",
     "inconclusive",
     "new_session",
@@ -36,6 +38,15 @@ def not_applicable(reason: str) -> NoReturn:
 def inconclusive(reason: str) -> NoReturn:
     """The run could not judge the clause (e.g. a race it could not provoke)."""
     raise Inconclusive(reason)
+
+
+def check_or_stop(h: HarnessBase, clause: str, ok: bool, expected: str, actual: str) -> None:
+    """``check`` for a judgement the rest of the test builds on (a terminal id, an answered
+    initialize).  A MUST breach stops the test as ``check`` does; a SHOULD's WARN or a MAY's INFO
+    lets it go on, which here would mean building on what is not there: the rest is INCONCLUSIVE."""
+    __tracebackhide__ = True
+    if not h.check(clause, ok, expected, actual):
+        inconclusive(f"stopped after {clause} (expected {expected}; observed {actual}): the rest builds on it")
 
 
 def unless_answered_elsewhere(exc: PeerError, *, own_answer: bool = False) -> None:

@@ -584,7 +584,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "load-result-array": _b(LoadResultArray, "session.load.response", also={"schema.valid"}, why=_SCHEMA),
     "load-result-null": _b(LoadResultNull, "schema.null-result", "WARN"),
     "shared-user-message-id": _b(SharedUserMessageId, "session.load.message-ids", "WARN"),
-    "loaded-session-unusable": _b(LoadedSessionUnusable, "session.load.continue"),
+    "loaded-session-unusable": _b(LoadedSessionUnusable, "session.load.continue", "WARN"),
     "load-without-capability": _b(LoadWithoutCapability, "session.load.unsupported", "WARN"),
     # session/load sent to an agent that did not advertise it, on purpose: its silence is robustness.
     "hangs-on-unadvertised-load": Breakage(
@@ -627,10 +627,10 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "list-accepts-any-cursor": _b(ListAcceptsAnyCursor, "session.list.invalid-cursor", "WARN"),
     "list-pages-forever": _b(ListPagesForever, "session.list.page-size", "WARN"),
     "list-replays-history": _b(ListReplaysHistory, "session.list.discovery-only", "WARN"),
-    "delete-keeps-session": _b(DeleteKeepsSession, "session.delete.removes"),
+    "delete-keeps-session": _b(DeleteKeepsSession, "session.delete.removes", "WARN"),
     "delete-result-extra": _b(DeleteResultExtra, "session.delete.response"),
     "delete-unknown-errors": _b(DeleteUnknownErrors, "session.delete.idempotent", "WARN"),
-    "set-mode-ignored": _b(SetModeIgnored, "mode.set.response"),
+    "set-mode-ignored": _b(SetModeIgnored, "mode.set.response", "WARN"),
     "refuses-advertised-mode": _b(RefusesAdvertisedMode, "mode.set.anytime", "WARN"),
     "set-mode-accepts-unknown": _b(SetModeAcceptsUnknown, "mode.set.invalid", "WARN"),
     "set-mode-waits-for-turn": _b(SetModeWaitsForTurn, "mode.set.anytime", "WARN"),
@@ -648,7 +648,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     ),
     "ungated-boolean-option": _b(UngatedBooleanOption, "config.boolean.gated"),
     "no-mode-config-option": _b(NoModeConfigOption, "mode.dual-advertise", "WARN"),
-    "rejects-meta-in-session-new": _b(RejectsMetaInSessionNew, "ext.meta.everywhere"),
+    "rejects-meta-in-session-new": _b(RejectsMetaInSessionNew, "ext.meta.everywhere", "WARN"),
     "rejects-capability-meta": _b(
         RejectsCapabilityMeta,
         "cap.custom-meta",
@@ -666,7 +666,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         why="a success is also not the -32002 an unknown session should get (a WARN)",
     ),
     "unknown-session-invalid-params": _b(UnknownSessionInvalidParams, "error.resource-not-found", "WARN"),
-    "non-underscore-extension": _b(NonUnderscoreExtension, "ext.method.underscore"),
+    "non-underscore-extension": _b(NonUnderscoreExtension, "ext.method.underscore", "WARN"),
     "custom-root-field": _b(CustomRootField, "ext.no-root-fields"),
     "withdrawn-models-field": _b(WithdrawnModelsField, "ext.withdrawn-draft-field", "WARN"),
     "withdrawn-env-var-auth-method": _b(WithdrawnEnvVarAuthMethod, "ext.withdrawn-draft-field", "WARN"),
@@ -674,7 +674,9 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "non-trace-data-in-traceparent": _b(NonTraceDataInTraceparent, "ext.meta.trace-keys", "WARN"),
     "accepts-unknown-auth-method": _b(AcceptsUnknownAuthMethod, "auth.authenticate.unknown-id", "WARN"),
     "ungated-terminal-auth": _b(UngatedTerminalAuth, "auth.terminal.gated"),
-    "restores-additional-directories": _b(RestoresAdditionalDirectories, "session.additional-dirs.no-implicit-restore"),
+    "restores-additional-directories": _b(
+        RestoresAdditionalDirectories, "session.additional-dirs.no-implicit-restore", "WARN"
+    ),
     # The reference agent with --require-auth, certified with --acp-auth-method=token, one thing broken.
     "authenticate-answers-array": Breakage(
         AuthenticateAnswersArray,

@@ -253,7 +253,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         also=frozenset({"update.chunk.shape"}),
         why_also=_SCHEMA.format("update.chunk.shape"),
     ),
-    "image-not-base64": Breakage(ImageNotBase64, "content.base64"),
+    "image-not-base64": Breakage(ImageNotBase64, "content.base64", status="WARN"),
     "unknown-tool-kind": Breakage(
         UnknownToolKind,
         "tool.kind.enum",
@@ -278,6 +278,6 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         also=frozenset({"schema.valid"}),
         why_also=_SCHEMA.format("schema.valid (session/new result)"),
     ),
-    "mirrors-cancel-request": Breakage(MirrorsCancelRequest, "cancelreq.shape"),
+    "mirrors-cancel-request": Breakage(MirrorsCancelRequest, "cancelreq.shape", status="WARN"),
     "cancelled-request-as-internal-error": Breakage(CancelledRequestAsInternalError, "error.cancelled"),
 }

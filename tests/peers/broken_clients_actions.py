@@ -135,10 +135,10 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "load-without-mcp-servers": Breakage(LoadWithoutMcpServers, "session.load.params"),
     "resume-without-cwd": Breakage(ResumeWithoutCwd, "session.resume.params"),
     "omits-roots-when-continuing": Breakage(OmitsRootsWhenContinuing, "session.additional-dirs.resend", status="WARN"),
-    "ignores-typeless-auth-methods": Breakage(IgnoresTypelessAuthMethods, "auth.method.default-type"),
+    "ignores-typeless-auth-methods": Breakage(IgnoresTypelessAuthMethods, "auth.method.default-type", status="WARN"),
     "authenticates-with-own-id": Breakage(AuthenticatesWithOwnId, "auth.authenticate.advertised-id", status="WARN"),
     "authenticates-terminal-method": Breakage(AuthenticatesTerminalMethod, "auth.authenticate.no-terminal"),
-    "hex-image-data": Breakage(HexImageData, "content.base64"),
+    "hex-image-data": Breakage(HexImageData, "content.base64", status="WARN"),
     "strips-command-slash": Breakage(StripsCommandSlash, "cmd.invoke-as-text", status="WARN"),
     "crashes-on-unknown-category": Breakage(CrashesOnUnknownCategory, "config.category.ux-only"),
 }

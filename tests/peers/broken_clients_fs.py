@@ -69,8 +69,8 @@ class WriteReturnsNull(MockClient):
 
 
 BREAKAGES: dict[str, Breakage[MockClient]] = {
-    "wrong-read-content": Breakage(WrongReadContent, "fs.read.response"),
-    "ignores-line-limit": Breakage(IgnoresLineLimit, "fs.read.line-limit"),
+    "wrong-read-content": Breakage(WrongReadContent, "fs.read.response", status="WARN"),
+    "ignores-line-limit": Breakage(IgnoresLineLimit, "fs.read.line-limit", status="WARN"),
     "empty-read-for-missing": Breakage(EmptyReadForMissing, "fs.read.missing", status="WARN"),
     "missing-file-internal-error": Breakage(MissingFileInternalError, "error.resource-not-found", status="WARN"),
     "write-not-performed": Breakage(WriteNotPerformed, "fs.write.create"),

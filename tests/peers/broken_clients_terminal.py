@@ -138,22 +138,22 @@ class SplitsCharacters(_TruncatesOutputItself):
 
 
 BREAKAGES: dict[str, Breakage[MockClient]] = {
-    "no-terminal-exit-code": Breakage(NoTerminalExitCode, "term.wait"),
+    "no-terminal-exit-code": Breakage(NoTerminalExitCode, "term.wait", status="WARN"),
     "negative-exit-code": Breakage(
         NegativeExitCode,
         "term.exit-status.shape",
         also=frozenset({"schema.valid"}),
         why_also="the schema gives exitCode a minimum of 0",
     ),
-    "exit-status-while-running": Breakage(ExitStatusWhileRunning, "term.output.shape"),
+    "exit-status-while-running": Breakage(ExitStatusWhileRunning, "term.output.shape", status="WARN"),
     "create-waits-for-exit": Breakage(CreateWaitsForExit, "term.create.immediate", status="WARN"),
     "slow-to-answer-a-held-create": Breakage(SlowToAnswerAHeldCreate, "term.create.immediate", status="PASS"),
     # term.create.immediate INCONCLUSIVE (not shown to wait): the silence is the request's own clause's.
     "never-answers-a-held-create": Breakage(
         NeverAnswersAHeldCreate, "jsonrpc.every-request-answered", says="no response to terminal/create"
     ),
-    "kill-releases": Breakage(KillReleases, "term.kill.keeps-id"),
-    "release-leaves-running": Breakage(ReleaseLeavesRunning, "term.release.kills"),
+    "kill-releases": Breakage(KillReleases, "term.kill.keeps-id", status="WARN"),
+    "release-leaves-running": Breakage(ReleaseLeavesRunning, "term.release.kills", status="WARN"),
     "released-id-still-works": Breakage(
         ReleasedIdStillWorks,
         "term.release.invalidates",

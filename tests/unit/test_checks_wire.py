@@ -186,7 +186,7 @@ def test_passive_results_report_wire_findings_by_clause() -> None:
         )
     results = passive_results(t, "agent")
     base64 = [r for r in results if r.clause == "content.base64"]
-    assert [r.status for r in base64] == [Status.FAIL], "one result for 30 identical findings"
+    assert [r.status for r in base64] == [Status.WARN], "one result for 30 identical findings (a SHOULD)"
     statuses = {r.clause: r.status for r in results if r.clause in wire.WIRE_CHECKS}
     assert statuses["content.block.shapes"] is Status.PASS
     assert statuses["update.notice.gated"] is Status.PASS
@@ -223,7 +223,7 @@ def test_client_role_judges_the_clients_own_frames() -> None:
     t.add("in", b"{}", {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "never"}})
     statuses = {r.clause: r.status for r in passive_results(t, "client")}
     assert statuses["content.block.shapes"] is Status.FAIL
-    assert statuses["cancelreq.shape"] is Status.FAIL
+    assert statuses["cancelreq.shape"] is Status.WARN  # a SHOULD: no keyword on "the sender's own request"
     assert "tool.kind.enum" not in statuses and "update.no-unstable-variants" not in statuses
 
 

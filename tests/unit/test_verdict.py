@@ -46,14 +46,16 @@ def test_no_report_shows_a_must_fail_beside_a_conformant_verdict(
 
 
 def test_a_fail_on_a_clause_the_bindings_call_unchecked_still_fails_the_verdict() -> None:
-    # The client report once said CONFORMANT beside ext.method.underscore FAIL (MUST, role both):
-    # the clause was in the client coverage gaps, so its FAIL was skipped.
+    # The client report once said CONFORMANT beside ext.method.underscore FAIL (then a MUST, role
+    # both): the clause was in the client coverage gaps, so its FAIL was skipped.
+    clause = "jsonrpc.every-request-answered"
+    assert REG.get(clause).level == "MUST" and REG.get(clause).role == "both"
     run = RunResults(registry=REG, role="client", command="c", checked=set())
-    run.add(Record("t::x", "failed", [ClauseResult("ext.method.underscore", Status.FAIL, "bad method")]))
+    run.add(Record("t::x", "failed", [ClauseResult(clause, Status.FAIL, "no answer")]))
     verdict = run.verdict()
     assert not verdict["conformant"]
-    assert verdict["failed_mandatory"] == ["ext.method.underscore"]
-    assert "ext.method.underscore" not in verdict["coverage_gaps"]
+    assert verdict["failed_mandatory"] == [clause]
+    assert clause not in verdict["coverage_gaps"]
 
 
 def test_levels_decide_the_status_of_a_breach() -> None:
@@ -180,7 +182,11 @@ def test_mandatory_clauses_left_inconclusive_are_never_a_conformant_verdict() ->
     assert run.verdict_line().startswith("NOT CONFORMANT (1 mandatory FAIL")
     # A partial run: no FAIL is still "no FAIL", never "all PASS", while a selected MUST is unjudged.
     part = RunResults(
-        registry=REG, role="agent", command="a", checked=checked, selection="--acp-clause cancel.*",
+        registry=REG,
+        role="agent",
+        command="a",
+        checked=checked,
+        selection="--acp-clause cancel.*",
         selected=frozenset(checked),
     )
     part.add(Record("t::b", "skipped", [ClauseResult("cancel.no-error", Status.INCONCLUSIVE, "a race")]))

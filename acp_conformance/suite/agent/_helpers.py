@@ -27,7 +27,7 @@ from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.plugin.markers import marked_clauses
 from acp_conformance.results import Status
-from acp_conformance.suite._support import inconclusive, not_applicable, unless_answered_elsewhere
+from acp_conformance.suite._support import check_or_stop, inconclusive, not_applicable, unless_answered_elsewhere
 
 __all__ = [
     "AUTH_REQUIRED",
@@ -126,7 +126,7 @@ async def open_session(
     resp = await conn.peer.call("session/new", params)
     check_auth(acp, conn, resp)
     ok = not resp.is_error and isinstance(resp.result, dict) and isinstance(resp.result.get("sessionId"), str)
-    acp.check(clause, ok, expected, describe(resp))
+    check_or_stop(acp, clause, ok, expected, describe(resp))
     assert isinstance(resp.result, dict)
     sid: str = resp.result["sessionId"]
     conn.client.sessions[sid] = resp.result

@@ -18,7 +18,7 @@ from acp_conformance.core.jsonrpc import ErrorCode
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
-from acp_conformance.suite._support import draft_defs
+from acp_conformance.suite._support import check_or_stop, draft_defs
 from acp_conformance.suite.agent._helpers import (
     authenticate_if_configured,
     check_auth,
@@ -98,7 +98,8 @@ async def test_meta_is_accepted_everywhere(acp_agent: AgentHarness) -> None:
             "initialize with _meta in clientCapabilities and in its fs object answered normally",
             describe(resp),
         )
-        acp_agent.check(
+        check_or_stop(
+            acp_agent,
             "ext.meta.everywhere",
             ok,
             "initialize with _meta in params, clientInfo and the capability objects answered normally",
