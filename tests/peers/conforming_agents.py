@@ -311,6 +311,20 @@ def _logged(method: str, handler: Callable[[Request], Awaitable[Any]]) -> Callab
     return answer
 
 
+class WindsDownAfterCancel(MockAgent):
+    """Once a turn is cancelled, takes half a second to wind down, streaming what it is doing and
+    failing its open tool call, then answers ``cancelled`` (prompt-turn.mdx § Cancellation: updates
+    after session/cancel are allowed before the response)."""
+
+    async def prompt_turn(self, turn: Turn) -> str:
+        proposed = await super().prompt_turn(turn)
+        if turn.cancelled:
+            for n in range(5):
+                await anyio.sleep(0.1)
+                await self.emit(turn, self.message_chunk("agent_message_chunk", f"stopping ({n})", None))
+        return proposed
+
+
 class _UnusualPeer(_StringIdPeer, _MetaPeer):
     """String request ids and ``_meta`` on everything."""
 
@@ -341,6 +355,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "echoes-the-prompt": EchoesThePrompt,
     "auth-optional": AuthOptional,
     "noisy-stderr": NoisyStderr,
+    "winds-down-after-cancel": WindsDownAfterCancel,
 }
 
 
