@@ -27,6 +27,7 @@ from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent, Turn
 from mock_agent.agent import AgentLog, AgentPeer
 from mock_agent.cli import main
+from tests.peers._quirks import SplitSends
 
 Json = dict[str, Any]
 
@@ -121,30 +122,11 @@ class StringRequestIds(MockAgent):
         return _StringIdPeer(transport, validator=self.validator, transcript=AgentLog("mock-agent"))
 
 
-class _SplitSends:
-    """A transport whose every write goes out in three pieces, 2 ms apart: a reader sees partial
-    lines, which newline-delimited framing allows (transports.mdx: messages are delimited by
-    newlines, not by writes)."""
-
-    def __init__(self, inner: Transport) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def send(self, data: bytes) -> None:
-        a, b = len(data) // 3, 2 * len(data) // 3
-        for piece in (data[:a], data[a:b], data[b:]):
-            if piece:
-                await self._inner.send(piece)
-                await anyio.sleep(0.002)
-
-
 class SplitWrites(MockAgent):
     """Writes every frame in three pieces with pauses between (a Node agent's stream may do so)."""
 
     def make_peer(self, transport: Transport) -> Peer:
-        return super().make_peer(_SplitSends(transport))
+        return super().make_peer(SplitSends(transport))
 
 
 META = {"example.com/trace": {"span": "0f1e2d3c", "sampled": True}}
@@ -335,7 +317,7 @@ class AllUnusual(Chatty, MetaEverywhere, OddSessionIds, EchoesThePrompt, NoisySt
     that look like paths, the prompt echoed back, stderr full of logs."""
 
     def make_peer(self, transport: Transport) -> Peer:
-        return _UnusualPeer(_SplitSends(transport), validator=self.validator, transcript=AgentLog("mock-agent"))
+        return _UnusualPeer(SplitSends(transport), validator=self.validator, transcript=AgentLog("mock-agent"))
 
 
 AGENTS: dict[str, type[MockAgent]] = {

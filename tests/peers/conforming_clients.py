@@ -24,6 +24,7 @@ from acp_conformance.transport.base import Transport
 from mock_client import MockClient
 from mock_client.cli import main
 from mock_client.client import ClientPeer
+from tests.peers._quirks import SplitSends
 
 META = {"example.com/trace": {"span": "a1b2c3d4", "sampled": False}}
 
@@ -47,24 +48,6 @@ class _QuirkyPeer(ClientPeer):
         await super().notify(method, params, validate=validate)
 
 
-class _SplitSends:
-    """A transport whose every write goes out in three pieces, 2 ms apart (newline-delimited
-    framing delimits messages by newlines, not by writes: transports.mdx)."""
-
-    def __init__(self, inner: Transport) -> None:
-        self._inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    async def send(self, data: bytes) -> None:
-        a, b = len(data) // 3, 2 * len(data) // 3
-        for piece in (data[:a], data[a:b], data[b:]):
-            if piece:
-                await self._inner.send(piece)
-                await anyio.sleep(0.002)
-
-
 def _late(handler: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Any]]:
     """The handler's answer, 0.15 s after the client has it, ``_meta`` added to a result."""
 
@@ -82,7 +65,7 @@ class AllUnusual(MockClient):
     notification before every prompt (extensibility.mdx: the agent ignores what it does not know)."""
 
     def make_peer(self, transport: Transport) -> Peer:
-        return _QuirkyPeer(_SplitSends(transport), validator=self.validator, timeout=self.options.timeout)
+        return _QuirkyPeer(SplitSends(transport), validator=self.validator, timeout=self.options.timeout)
 
     def install_handlers(self, peer: Peer) -> None:
         super().install_handlers(peer)
