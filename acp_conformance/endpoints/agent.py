@@ -288,7 +288,9 @@ class AgentEndpoint:
         if "init.first" in self._flagged:
             return
         first = next((e for e in self.peer.events if isinstance(e, Request)), None)
-        if first is not None and first.method != "initialize":
+        # A session request first is session.after-init's MUST breach (its handler judges it); any
+        # other request before initialize misses only init.first's SHOULD.
+        if first is not None and first.method != "initialize" and first.method not in SESSION_METHODS:
             self._flagged.add("init.first")
             self.flag("init.first", f"the client's first request was {first.method}, not initialize", first)
 

@@ -257,7 +257,7 @@ WHY_NULL = "; with the capability declared null too (cap.object-presence)"
 
 BREAKAGES: dict[str, Breakage[MockClient]] = {
     # init
-    "extension-request-first": Breakage(ExtensionRequestFirst, "init.first"),
+    "extension-request-first": Breakage(ExtensionRequestFirst, "init.first", status="WARN"),
     "version-zero": Breakage(VersionZero, "init.request.protocol-version"),
     "string-version": Breakage(StringVersion, "init.request.protocol-version-type"),
     "claims-fs-but-refuses": Breakage(ClaimsFsButRefuses, "init.request.capabilities"),
