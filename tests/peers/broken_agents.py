@@ -768,6 +768,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "inconsistent-modes": Breakage(
         InconsistentModes,
         "mode.state.shape",
+        status="WARN",
         also=frozenset({"mode.dual-advertise"}),
         why_also="its currentModeId, listed nowhere, disagrees with the current value of its mode config option",
     ),

@@ -637,7 +637,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "set-config-waits-for-turn": _b(SetConfigWaitsForTurn, "config.set.anytime", "WARN"),
     "set-config-partial-result": _b(SetConfigPartialResult, "config.set.response-complete"),
     "set-config-accepts-unknown": _b(SetConfigAcceptsUnknown, "config.set.invalid", "WARN"),
-    "partial-config-update": _b(PartialConfigUpdate, "config.update.complete"),
+    "partial-config-update": _b(PartialConfigUpdate, "config.update.complete", "WARN"),
     "config-value-not-listed": _b(ConfigValueNotListed, "config.default-value"),
     "unreserved-category": _b(UnreservedCategory, "config.category.reserved", "WARN"),
     "unreserved-category-and-boolean": _b(

@@ -507,7 +507,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     # permission
     "ignores-rejection": Breakage(IgnoresRejection, "perm.agent-honours-outcome"),
     "remembers-allow-once": Breakage(RemembersAllowOnce, "perm.agent-honours-outcome"),
-    "duplicate-option-ids": Breakage(DuplicateOptionIds, "perm.option.shape"),
+    "duplicate-option-ids": Breakage(DuplicateOptionIds, "perm.option.shape", status="WARN"),
     # cancellation
     "ends-cancelled-turns-with-end-turn": Breakage(
         EndsCancelledTurnsWithEndTurn,
