@@ -100,6 +100,26 @@ def test_client_clause_checks_are_proven_by_broken_clients() -> None:
     )
 
 
+@pytest.mark.parametrize("role", ["agent", "client"])
+def test_every_breakage_expects_the_status_its_clause_level_gives(role: str) -> None:
+    """A broken peer's declared status is the one its clause's level gives a breach (FAIL for a MUST,
+    WARN for a SHOULD, INFO for a MAY), or PASS for a conforming peer: a level changed in the
+    registry must change the declarations with it, here, not in a proof run minutes later."""
+    from acp_conformance.results import breach_status
+
+    if role == "agent":
+        from tests.peers.broken_agents import BREAKAGES as breakages
+    else:
+        from tests.peers.broken_clients import BREAKAGES as breakages  # type: ignore[assignment]
+    reg = registry()
+    wrong = {
+        name: (b.breaks, reg.get(b.breaks).level, b.status, breach_status(reg.get(b.breaks)).value)
+        for name, b in breakages.items()
+        if b.status != "PASS" and b.status != breach_status(reg.get(b.breaks)).value
+    }
+    assert not wrong, f"(clause, level, declared, what the level gives): {wrong}"
+
+
 #: Client clauses with a check but no broken client yet (each is a task).
 KNOWN_UNPROVEN_CLIENT: set[str] = {
     # judged by a person in the manual mode only (an automated broken client cannot show them)

@@ -621,6 +621,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "list-ignores-cwd": _b(
         ListIgnoresCwd,
         "session.list.cwd-filter",
+        "WARN",
         also={"session.list.empty"},
         why="ignoring the filter also lists, for a directory no session uses, the session opened elsewhere",
     ),

@@ -157,6 +157,7 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "released-id-still-works": Breakage(
         ReleasedIdStillWorks,
         "term.release.invalidates",
+        status="WARN",
         also=frozenset({"term.release.kills"}),
         why_also="a terminal that is not really released is not killed either",
     ),
