@@ -7,10 +7,12 @@ never FAIL them (``tests/e2e/test_race_soundness.py``).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 if __name__ == "__main__":  # run as a file: make the repository root importable
@@ -21,8 +23,9 @@ from typing import Any
 import anyio
 
 from acp_conformance.core.events import Request
+from acp_conformance.core.jsonrpc import ErrorCode
 from acp_conformance.errors import PeerExited
-from acp_conformance.peer import NO_ANSWER, Peer
+from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
 from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent, Turn
 from mock_agent.agent import AgentLog, AgentPeer
@@ -307,14 +310,38 @@ class WindsDownAfterCancel(MockAgent):
         return proposed
 
 
+class TinyPages(MockAgent):
+    """``session/list`` answers one session per page, with an opaque cursor to the next
+    (session-list.mdx § Pagination: the page size is the agent's to choose; a cursor it did not
+    hand out is -32602)."""
+
+    async def handle_list_sessions(self, req: Request) -> Any:
+        params = self.params_of(req, optional=True)
+        cursor = params.get("cursor")
+        offset = 0
+        if cursor is not None:
+            try:
+                offset = int(base64.urlsafe_b64decode(str(cursor).encode()).decode().removeprefix("page:"))
+            except ValueError:
+                raise HandlerError(ErrorCode.INVALID_PARAMS, f"session/list: invalid cursor {cursor!r}") from None
+        first = await super().handle_list_sessions(
+            replace(req, params={k: v for k, v in params.items() if k != "cursor"})
+        )
+        sessions = first["sessions"]
+        page: Json = {"sessions": sessions[offset : offset + 1]}
+        if offset + 1 < len(sessions):
+            page["nextCursor"] = base64.urlsafe_b64encode(f"page:{offset + 1}".encode()).decode()
+        return page
+
+
 class _UnusualPeer(_StringIdPeer, _MetaPeer):
     """String request ids and ``_meta`` on everything."""
 
 
-class AllUnusual(Chatty, MetaEverywhere, OddSessionIds, EchoesThePrompt, NoisyStderr):
+class AllUnusual(Chatty, MetaEverywhere, OddSessionIds, EchoesThePrompt, NoisyStderr, TinyPages):
     """Every quirk above that the spec allows, at once: string request ids, frames written in
     pieces, ``_meta`` everywhere, metadata and a thought and a plan around every turn, session ids
-    that look like paths, the prompt echoed back, stderr full of logs."""
+    that look like paths, the prompt echoed back, stderr full of logs, one session per list page."""
 
     def make_peer(self, transport: Transport) -> Peer:
         return _UnusualPeer(SplitSends(transport), validator=self.validator, transcript=AgentLog("mock-agent"))
@@ -338,6 +365,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "auth-optional": AuthOptional,
     "noisy-stderr": NoisyStderr,
     "winds-down-after-cancel": WindsDownAfterCancel,
+    "tiny-pages": TinyPages,
 }
 
 
