@@ -43,6 +43,17 @@ async def _terminal_turn(acp: ClientHarness, conn: ClientConnection) -> PromptTu
     return turn
 
 
+def _created_tid(created: Response) -> str:
+    """The terminal id ``terminal/create`` answered with.  Without one the test stops INCONCLUSIVE:
+    a client may refuse a command (its policy, its sandbox), no clause makes it run ours, and a
+    result without a terminalId is the schema's breach (``schema.valid``), not this test's."""
+    tid = _tid(created)
+    if not isinstance(tid, str):
+        got = f"error {created.error!r}" if created.is_error else f"result {created.result!r}"
+        inconclusive(f"terminal/create gave no terminal id ({got}): the terminal clauses here are not judged")
+    return tid
+
+
 def _tid(resp: Response) -> Any:
     return resp.result.get("terminalId") if isinstance(resp.result, dict) else None
 
@@ -63,14 +74,7 @@ async def test_terminal_runs_a_command(acp_client: ClientHarness) -> None:
         turn = await _terminal_turn(acp_client, conn)
         cwd = str(session_dir(conn, turn))
         created = await turn.create_terminal("sh", ["-c", "printf 'hello\\n'; exit 3"], cwd=cwd)
-        tid = _tid(created)
-        check_or_stop(
-            acp_client,
-            "term.wait",
-            tid is not None,
-            "terminal/create to answer with a terminalId",
-            f"error {created.error!r}" if created.is_error else f"result {created.result!r}",
-        )
+        tid = _created_tid(created)
         waited = await turn.terminal("wait_for_exit", tid)
         status = waited.result if isinstance(waited.result, dict) else None
         acp_client.check(
@@ -152,15 +156,8 @@ async def test_terminal_kill_keeps_the_id(acp_client: ClientHarness) -> None:
             )
             # A SHOULD: the check records its WARN and the test goes on, but the command has ended.
             inconclusive("the terminal id came only once the command had ended: its output and kill not judged")
-        tid = _tid(created)
-        acp_client.check(
-            "term.create.immediate",
-            tid is not None,
-            "a terminalId while the command runs",
-            f"error {created.error!r}" if created.is_error else f"result {created.result!r}",
-        )
-        if tid is None:
-            inconclusive("terminal/create gave no terminal id: its output and kill not judged")
+        tid = _created_tid(created)
+        acp_client.check("term.create.immediate", True, "a terminalId while the command runs", "")
         out = await turn.terminal("output", tid)
         result = out.result if isinstance(out.result, dict) else {}
         acp_client.check(
@@ -277,7 +274,7 @@ async def test_output_byte_limit_keeps_the_tail(acp_client: ClientHarness) -> No
     async with acp_client.connect() as conn:
         turn = await _terminal_turn(acp_client, conn)
         created = await turn.create_terminal("sh", ["-c", 'printf %s "$1"', "sh", text], output_byte_limit=limit)
-        tid = _tid(created)
+        tid = _created_tid(created)
         await turn.terminal("wait_for_exit", tid)
         out = await turn.terminal("output", tid)
         result = out.result if isinstance(out.result, dict) else {}
