@@ -534,19 +534,9 @@ class FrameFuzzer(ABC):
                 # It may take a while (a prompt turn, a real agent loading a session): wait for
                 # this answer itself, not only for the probes behind it. Silence is judged below
                 # by the frame's expectation ("no answer").
-                key = id_key(rid)
-
-                def answered(ev: Event) -> bool:
-                    # An id past 2**53 comes back rounded from a JavaScript peer: answered, under a
-                    # mangled id (judged below as such), so no reason to wait out the deadline.
-                    if isinstance(ev, Response):
-                        return (
-                            id_key(ev.id) == key
-                            or rounded_echo(ev.id, rid)
-                            or (idless_ok and ev.id is None and ev.is_error)
-                        )
-                    return idless_ok and idless_error(ev) is not None
-
+                # An id past 2**53 comes back rounded from a JavaScript peer: answered, under a
+                # mangled id (judged below as such), so no reason to wait out the deadline.
+                answered = _answers_frame({id_key(rid)}, idless_ok, rounded_of=rid)
                 waited = await self._await_answer(peer, answered, mark, why)
                 awaited = True
                 if waited is not None and waited < self.timeout:
@@ -608,7 +598,8 @@ class FrameFuzzer(ABC):
         if patient and not awaited:
             # ``confirm``: this time the frame's own answer is waited for (at once if it came).
             short = await self._await_late_answer(peer, frame, probe_keys, idless_ok, mark, why)
-        window, responses, answers = _came(frame, peer.events[mark:], probe_keys, idless_ok)
+        window = peer.events[mark:]
+        responses, answers = _came(frame, window, probe_keys, idless_ok)
         found = _judged(expect, answers, unawaited=not (awaited or patient))
         if tracked and not answers:
             found = [_unanswered(p, responses) if p.clause == expect.missing_clause else p for p in found]
@@ -628,13 +619,7 @@ class FrameFuzzer(ABC):
         """``_await_answer`` for a frame we did not wait for: an answer under its id (or an id read
         in its bytes), or an error without an id where that answers it."""
         ids = {id_key(i) for i in ([frame.id] if frame.has_id else _ids_in(frame.data))} - probe_keys
-
-        def late(ev: Event) -> bool:
-            if isinstance(ev, Response):
-                return id_key(ev.id) in ids or (idless_ok and ev.id is None and ev.is_error)
-            return idless_ok and idless_error(ev) is not None
-
-        return await self._await_answer(peer, late, mark, why)
+        return await self._await_answer(peer, _answers_frame(ids, idless_ok), mark, why)
 
     async def _refused_id(
         self, live: Live, frame: Frame, problems: list[Problem], answers: list[Any], window: list[Event]
@@ -724,16 +709,38 @@ def _judged(expect: Expect, answers: Sequence[Mapping[str, Any]], *, unawaited: 
     return [replace(p, unawaited=True) if p.message == NO_ANSWER else p for p in found]
 
 
+_NO_ID = object()
+
+
+def _answers_frame(
+    ids: AbstractSet[tuple[str, Any]], idless_ok: bool, *, rounded_of: Any = _NO_ID
+) -> Callable[[Event], bool]:
+    """Whether an event is the answer a wait for a frame's answer ends on: a response under one of
+    ``ids`` (or, given ``rounded_of``, under that id rounded by a JavaScript peer), or, with
+    ``idless_ok``, an error without an id."""
+
+    def answered(ev: Event) -> bool:
+        if isinstance(ev, Response):
+            return (
+                id_key(ev.id) in ids
+                or (rounded_of is not _NO_ID and rounded_echo(ev.id, rounded_of))
+                or (idless_ok and ev.id is None and ev.is_error)
+            )
+        return idless_ok and idless_error(ev) is not None
+
+    return answered
+
+
 def _came(
     frame: Frame, window: list[Event], probe_keys: AbstractSet[Any], idless_ok: bool
-) -> tuple[list[Event], list[Response], list[Mapping[str, Any]]]:
+) -> tuple[list[Response], list[Mapping[str, Any]]]:
     """What answered ``frame`` in ``window`` (the events since it went out): the responses other
     than our probes' and, with ``idless_ok``, the errors without an id; and those as its answers."""
     responses = [
         e for e in window if isinstance(e, Response) and isinstance(e.message, dict) and id_key(e.id) not in probe_keys
     ]
     paired = [_paired(e) for e in responses] + (_idless_errors(window) if idless_ok else [])
-    return window, responses, frame.answers(paired)
+    return responses, frame.answers(paired)
 
 
 def _unanswered(missing: Problem, window: Sequence[Event]) -> Problem:
