@@ -2,11 +2,57 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 
+from acp_conformance.core.events import Request
+from acp_conformance.peer import Peer
 from acp_conformance.transport.base import Transport
+
+#: Extension data the quirky peers attach: what it holds must change nothing (extensibility.mdx).
+META = {"example.com/trace": {"span": "0f1e2d3c", "sampled": True}}
+
+
+class StringIds(Peer):
+    """Names its own requests with strings (``id_prefix`` and a number) instead of numbers: JSON-RPC
+    allows a String or a Number (schema ``RequestId``)."""
+
+    id_prefix = "req-"
+    _names = itertools.count(1)
+
+    async def send_request(self, method: str, params: Any = None, *, id: Any = None, validate: bool = True) -> Any:
+        if id is None:
+            id = f"{self.id_prefix}{next(self._names)}"
+        return await super().send_request(method, params, id=id, validate=validate)
+
+
+class MetaOnSent(Peer):
+    """Puts ``_meta`` on the params of every request and notification it sends, and on an update."""
+
+    async def notify(self, method: str, params: Any = None, *, validate: bool = True) -> None:
+        if isinstance(params, dict):
+            params = {**params, "_meta": META}
+            if isinstance(params.get("update"), dict):
+                params["update"] = {**params["update"], "_meta": META}
+        await super().notify(method, params, validate=validate)
+
+    async def send_request(self, method: str, params: Any = None, *, id: Any = None, validate: bool = True) -> Any:
+        if isinstance(params, dict):
+            params = {**params, "_meta": META}
+        return await super().send_request(method, params, id=id, validate=validate)
+
+
+def with_meta(handler: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Any]]:
+    """``handler``, its result (when an object) carrying ``_meta``."""
+
+    async def answer(req: Request) -> Any:
+        result = await handler(req)
+        return {**result, "_meta": META} if isinstance(result, dict) else result
+
+    return answer
 
 
 class SplitSends:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import itertools
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -30,7 +29,7 @@ from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent, Turn
 from mock_agent.agent import AgentLog, AgentPeer
 from mock_agent.cli import main
-from tests.peers._quirks import SplitSends
+from tests.peers._quirks import MetaOnSent, SplitSends, StringIds, with_meta
 
 Json = dict[str, Any]
 
@@ -106,15 +105,10 @@ class RetitlesAfterEachTurn(MockAgent):
         )
 
 
-class _StringIdPeer(AgentPeer):
-    """Names its own requests with strings ("agent-req-1", ...) instead of numbers."""
+class _StringIdPeer(StringIds, AgentPeer):
+    """Names its own requests "agent-req-1", ... instead of numbers."""
 
-    _names = itertools.count(1)
-
-    async def send_request(self, method: str, params: Any = None, *, id: Any = None, validate: bool = True) -> Any:
-        if id is None:
-            id = f"agent-req-{next(self._names)}"
-        return await super().send_request(method, params, id=id, validate=validate)
+    id_prefix = "agent-req-"
 
 
 class StringRequestIds(MockAgent):
@@ -132,31 +126,8 @@ class SplitWrites(MockAgent):
         return super().make_peer(SplitSends(transport))
 
 
-META = {"example.com/trace": {"span": "0f1e2d3c", "sampled": True}}
-
-
-class _MetaPeer(AgentPeer):
+class _MetaPeer(MetaOnSent, AgentPeer):
     """Puts ``_meta`` on every request and notification it sends, and on every update."""
-
-    async def notify(self, method: str, params: Any = None, *, validate: bool = True) -> None:
-        if isinstance(params, dict):
-            params = {**params, "_meta": META}
-            if isinstance(params.get("update"), dict):
-                params["update"] = {**params["update"], "_meta": META}
-        await super().notify(method, params, validate=validate)
-
-    async def send_request(self, method: str, params: Any = None, *, id: Any = None, validate: bool = True) -> Any:
-        if isinstance(params, dict):
-            params = {**params, "_meta": META}
-        return await super().send_request(method, params, id=id, validate=validate)
-
-
-def _with_meta(handler: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Any]]:
-    async def answer(req: Request) -> Any:
-        result = await handler(req)
-        return {**result, "_meta": META} if isinstance(result, dict) else result
-
-    return answer
 
 
 class MetaEverywhere(MockAgent):
@@ -169,7 +140,7 @@ class MetaEverywhere(MockAgent):
     def install_handlers(self, peer: Peer) -> None:
         super().install_handlers(peer)
         for method, handler in list(peer.handlers.items()):
-            peer.handlers[method] = _with_meta(handler)
+            peer.handlers[method] = with_meta(handler)
 
 
 class Chatty(MockAgent):

@@ -7,7 +7,6 @@ reference client with quirks the spec allows; the suite must find nothing in any
 
 from __future__ import annotations
 
-import itertools
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -24,37 +23,23 @@ from acp_conformance.transport.base import Transport
 from mock_client import MockClient
 from mock_client.cli import main
 from mock_client.client import ClientPeer
-from tests.peers._quirks import SplitSends
-
-META = {"example.com/trace": {"span": "a1b2c3d4", "sampled": False}}
+from tests.peers._quirks import MetaOnSent, SplitSends, StringIds, with_meta
 
 
-class _QuirkyPeer(ClientPeer):
-    """Names its requests with strings ("client-req-1", ...), and puts ``_meta`` on the params of
-    every request and notification it sends."""
+class _QuirkyPeer(StringIds, MetaOnSent, ClientPeer):
+    """Names its requests "client-req-1", ..., and puts ``_meta`` on the params of every request
+    and notification it sends."""
 
-    _names = itertools.count(1)
-
-    async def send_request(self, method: str, params: Any = None, *, id: Any = None, validate: bool = True) -> Any:
-        if id is None:
-            id = f"client-req-{next(self._names)}"
-        if isinstance(params, dict):
-            params = {**params, "_meta": META}
-        return await super().send_request(method, params, id=id, validate=validate)
-
-    async def notify(self, method: str, params: Any = None, *, validate: bool = True) -> None:
-        if isinstance(params, dict):
-            params = {**params, "_meta": META}
-        await super().notify(method, params, validate=validate)
+    id_prefix = "client-req-"
 
 
 def _late(handler: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Any]]:
     """The handler's answer, 0.15 s after the client has it, ``_meta`` added to a result."""
 
     async def answer(req: Request) -> Any:
-        result = await handler(req)
+        result = await with_meta(handler)(req)
         await anyio.sleep(0.15)
-        return {**result, "_meta": META} if isinstance(result, dict) else result
+        return result
 
     return answer
 
