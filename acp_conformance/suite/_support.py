@@ -26,6 +26,7 @@ __all__ = [
     "new_session",
     "not_applicable",
     "run_turn",
+    "silence_is_robustness",
     "unless_answered_elsewhere",
 ]
 
@@ -47,6 +48,20 @@ def check_or_stop(h: HarnessBase, clause: str, ok: bool, expected: str, actual: 
     __tracebackhide__ = True
     if not h.check(clause, ok, expected, actual):
         inconclusive(f"stopped after {clause} (expected {expected}; observed {actual}): the rest builds on it")
+
+
+def silence_is_robustness(h: HarnessBase, clause: str, expected: str, waited: float) -> None:
+    """One silence, one finding.  A request we send on purpose against the spec (params the schema
+    rejects, a method or mode the peer did not advertise) that goes unanswered is charged once, by
+    the connection, to ``jsonrpc.survives-invalid-input`` (``Peer._unanswered``), as the fuzz
+    campaigns charge theirs (``Expect.missing_clause``).  ``clause``, about what the answer says (an
+    error, its code), has no answer to judge: INCONCLUSIVE, not a second WARN for that silence."""
+    h.record(
+        clause,
+        Status.INCONCLUSIVE,
+        f"expected {expected}; no answer within {waited:g} s, which is jsonrpc.survives-invalid-input's "
+        "finding (a request sent on purpose against the spec): this clause judges answers only",
+    )
 
 
 def unless_answered_elsewhere(exc: PeerError, *, own_answer: bool = False) -> None:
