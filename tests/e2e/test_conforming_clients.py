@@ -3,7 +3,8 @@
 String request ids, ``_meta`` on everything it sends, frames written in pieces, answers to the
 agent 0.15 s late, an extension notification before every prompt
 (``tests/peers/conforming_clients.py all-unusual``): the suite must judge what a client does, not
-what the reference client happens to do.
+what the reference client happens to do.  And one that refuses every command it is asked to run
+(``refuses-commands``): the terminal tests stop INCONCLUSIVE, saying why, and flag nothing.
 """
 
 from __future__ import annotations
@@ -36,3 +37,21 @@ def test_a_client_with_every_quirk_the_spec_allows_gets_no_finding(tmp_path: Pat
     # Judged on the quirky client, not left unreached: its permission answers, ids and _meta.
     for clause in ("perm.response.shape", "jsonrpc.id-types", "ext.meta.everywhere"):
         assert run.statuses()[clause] == "PASS", clause
+
+
+def test_a_client_that_refuses_every_command_is_inconclusive_on_terminals_not_flagged(tmp_path: Path) -> None:
+    """A client may refuse to run a command (its policy, its sandbox): an error to ``terminal/create``
+    is an answer, and the terminal clauses, which need a command to run, are INCONCLUSIVE, saying so."""
+    run = run_suite(
+        f"{PY} {CONFORMING} refuses-commands {ARGS}",
+        tmp_path,
+        "--acp-client-profile=mock-client",
+        f"--basetemp={tmp_path / 'bt'}",
+        "--acp-clause=term.*",
+        role="client",
+    )
+    findings = run.with_status("FAIL", "WARN", "INFO")
+    assert not findings, {c: run.messages(c) for c in findings}
+    for clause in ("term.wait", "term.create.immediate", "term.kill.keeps-id", "term.release.invalidates"):
+        assert run.statuses()[clause] == "INCONCLUSIVE", clause
+        assert all("running commands is not allowed" in m for m in run.messages(clause, "INCONCLUSIVE")), clause

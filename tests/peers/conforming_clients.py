@@ -18,7 +18,7 @@ if __name__ == "__main__":  # run as a file: make the repository root importable
 import anyio
 
 from acp_conformance.core.events import Request
-from acp_conformance.peer import Peer
+from acp_conformance.peer import HandlerError, Peer
 from acp_conformance.transport.base import Transport
 from mock_client import MockClient
 from mock_client.cli import main
@@ -62,7 +62,20 @@ class AllUnusual(MockClient):
         return await super().run_turn(session_id, text)
 
 
-CLIENTS: dict[str, type[MockClient]] = {"all-unusual": AllUnusual}
+class RefusesCommands(MockClient):
+    """Advertises terminals and refuses every command the agent asks it to run, as a client whose
+    policy or sandbox forbids it may: no clause makes a client run a command it is asked to, so an
+    error (an application-defined code) is an answer, not a finding.  The terminal tests cannot
+    judge what they are about, and must say so (INCONCLUSIVE), not charge it to ``term.wait`` or
+    ``term.create.immediate``."""
+
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        if name == "create":
+            raise HandlerError(1, "running commands is not allowed in this workspace")
+        return await super().terminal_call(name, params)
+
+
+CLIENTS: dict[str, type[MockClient]] = {"all-unusual": AllUnusual, "refuses-commands": RefusesCommands}
 
 
 if __name__ == "__main__":
