@@ -26,7 +26,7 @@ __all__ = [
     "new_session",
     "not_applicable",
     "run_turn",
-    "silence_is_robustness",
+    "silence_judged_once",
     "unless_answered_elsewhere",
 ]
 
@@ -50,17 +50,24 @@ def check_or_stop(h: HarnessBase, clause: str, ok: bool, expected: str, actual: 
         inconclusive(f"stopped after {clause} (expected {expected}; observed {actual}): the rest builds on it")
 
 
-def silence_is_robustness(h: HarnessBase, clause: str, expected: str, waited: float) -> None:
-    """One silence, one finding.  A request we send on purpose against the spec (params the schema
-    rejects, a method or mode the peer did not advertise) that goes unanswered is charged once, by
-    the connection, to ``jsonrpc.survives-invalid-input`` (``Peer._unanswered``), as the fuzz
-    campaigns charge theirs (``Expect.missing_clause``).  ``clause``, about what the answer says (an
-    error, its code), has no answer to judge: INCONCLUSIVE, not a second WARN for that silence."""
+def silence_judged_once(
+    h: HarnessBase, clause: str, expected: str, exc: PeerTimeout, *, against_spec: bool = False
+) -> None:
+    """One silence, one finding.  A request of ours left unanswered is charged once, by the
+    connection (``Peer._unanswered``): ``jsonrpc.every-request-answered``, or, for one we send on
+    purpose against the spec (``against_spec``: params the schema rejects, a method or mode the peer
+    did not advertise), ``jsonrpc.survives-invalid-input``, as the fuzz campaigns charge theirs
+    (``Expect.missing_clause``).  Nothing at all when the silence is not proven (``exc.unproven``).
+    ``clause``, about what the answer says (an error, its code), has no answer to judge:
+    INCONCLUSIVE, not a second finding for the same silence."""
+    if exc.unproven:
+        whose = "not proven unanswered, so no clause is charged with it"
+    elif against_spec:
+        whose = "which is jsonrpc.survives-invalid-input's finding (a request sent on purpose against the spec)"
+    else:
+        whose = "which is jsonrpc.every-request-answered's finding"
     h.record(
-        clause,
-        Status.INCONCLUSIVE,
-        f"expected {expected}; no answer within {waited:g} s, which is jsonrpc.survives-invalid-input's "
-        "finding (a request sent on purpose against the spec): this clause judges answers only",
+        clause, Status.INCONCLUSIVE, f"expected {expected}; {exc.message}, {whose}: this clause judges answers only"
     )
 
 

@@ -79,7 +79,7 @@ P = TypeVar("P", bound=MockAgent | MockClient)
 #: Fields only the client proofs (tests/e2e/test_broken_clients.py) read.
 _CLIENT_ONLY = ("scenario", "prompts_on_stdin")
 #: Fields only the agent proofs (tests/e2e/test_broken_agents.py) read.
-_AGENT_ONLY = ("quiet",)
+_AGENT_ONLY: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,8 @@ class Breakage(Generic[P]):
     why_also: str = ""
     #: Extra suite options the proof passes (e.g. ``--acp-auth-method`` for an agent requiring auth).
     suite_args: tuple[str, ...] = ()
-    #: Agents only: clauses whose tests a targeted proof runs as well, though the breakage must give them
-    #: no finding: the proof that a rule keeping a FAIL away holds (a full proof runs them anyway).
+    #: Clauses whose tests a targeted proof runs as well, though the breakage must give them no finding:
+    #: the proof that a rule keeping a FAIL away holds (a full proof runs them anyway).
     quiet: frozenset[str] = field(default_factory=frozenset)
     #: The fuzz campaign (test name) that finds the breakage: targeted proofs run only it.
     fuzz: str = ""

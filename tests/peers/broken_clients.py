@@ -469,7 +469,12 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "cancels-unadvertised-url": Breakage(CancelsUnadvertisedUrl, "elicit.mode.unadvertised-error", status="WARN"),
     # Its silence is robustness, once: elicit.mode.unadvertised-error judges the answer's code, and has
     # none (INCONCLUSIVE).
-    "hangs-on-unadvertised-url": Breakage(HangsOnUnadvertisedUrl, "jsonrpc.survives-invalid-input", status="WARN"),
+    "hangs-on-unadvertised-url": Breakage(
+        HangsOnUnadvertisedUrl,
+        "jsonrpc.survives-invalid-input",
+        status="WARN",
+        quiet=frozenset({"elicit.mode.unadvertised-error"}),
+    ),
     "form-answer-without-action": Breakage(FormAnswerWithoutAction, "elicit.response.shape"),
     "empty-elicitation-means-form": Breakage(
         EmptyElicitationMeansForm,

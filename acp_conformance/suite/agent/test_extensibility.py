@@ -18,7 +18,7 @@ from acp_conformance.core.jsonrpc import ErrorCode
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
-from acp_conformance.suite._support import check_or_stop, draft_defs, silence_is_robustness
+from acp_conformance.suite._support import check_or_stop, draft_defs, silence_judged_once
 from acp_conformance.suite.agent._helpers import (
     authenticate_if_configured,
     check_auth,
@@ -172,10 +172,9 @@ async def test_missing_required_params_get_invalid_params(acp_agent: AgentHarnes
         for method, params, what in broken:
             try:
                 resp = await conn.peer.call(method, params, validate=False)
-            except PeerTimeout:
-                silence_is_robustness(
-                    acp_agent, "jsonrpc.invalid-params", f"error -32602 for {what}", conn.peer.timeout
-                )
+            except PeerTimeout as exc:
+                expected = f"error -32602 for {what}"
+                silence_judged_once(acp_agent, "jsonrpc.invalid-params", expected, exc, against_spec=True)
                 continue
             acp_agent.check(
                 "jsonrpc.invalid-params",
@@ -190,23 +189,19 @@ async def test_prompt_for_an_unknown_session(acp_agent: AgentHarness) -> None:
     async with acp_agent.connect() as conn:
         await open_session(acp_agent, conn)  # an auth-gated agent is reported as blocked
         bogus = f"acp-conformance-unknown-{uuid.uuid4().hex}"
+        any_error = f"an error for session/prompt to the unknown session {bogus!r}"
+        not_found = f"error -32002 (resource not found) for session/prompt to the unknown session {bogus!r}"
         try:
-            resp: Response | None = await conn.peer.call(
+            resp = await conn.peer.call(
                 "session/prompt", {"sessionId": bogus, "prompt": [{"type": "text", "text": acp_agent.config.prompt}]}
             )
-        except PeerTimeout:
-            resp = None
+        except PeerTimeout as exc:
+            silence_judged_once(acp_agent, "prompt.unknown-session", any_error, exc)
+            silence_judged_once(acp_agent, "error.resource-not-found", not_found, exc)
+            return
+        acp_agent.check("prompt.unknown-session", resp.is_error, any_error, describe(resp))
         acp_agent.check(
-            "prompt.unknown-session",
-            resp is not None and resp.is_error,
-            f"an error for session/prompt to the unknown session {bogus!r}",
-            describe(resp),
-        )
-        acp_agent.check(
-            "error.resource-not-found",
-            resp is not None and error_code(resp) == ErrorCode.RESOURCE_NOT_FOUND,
-            f"error -32002 (resource not found) for session/prompt to the unknown session {bogus!r}",
-            describe(resp),
+            "error.resource-not-found", error_code(resp) == ErrorCode.RESOURCE_NOT_FOUND, not_found, describe(resp)
         )
 
 

@@ -15,13 +15,14 @@ import anyio
 import pytest
 
 from acp_conformance.checks.gating import ELICITATION_MODES, elicitation_modes
+from acp_conformance.core.events import Response
 from acp_conformance.core.jsonrpc import ErrorCode
 from acp_conformance.endpoints.agent import PromptTurn
 from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.model_stub.server import HttpRequest, Responder, StubServer
 from acp_conformance.results import Status
-from acp_conformance.suite._support import inconclusive, not_applicable, silence_is_robustness
+from acp_conformance.suite._support import inconclusive, not_applicable, silence_judged_once
 from acp_conformance.suite.client._helpers import first_turn, manual_check, permission_baseline, require, still_answers
 
 pytestmark = pytest.mark.anyio
@@ -54,11 +55,14 @@ def elicitation_params(turn: PromptTurn, mode: str) -> dict[str, Any]:
     }
 
 
-async def _ask(acp: ClientHarness, turn: PromptTurn, mode: str) -> Any:
+async def _ask(acp: ClientHarness, turn: PromptTurn, mode: str) -> Response | PeerTimeout:
+    """The client's answer, or the silence: charged once where the wait flagged it, and the
+    caller's clause INCONCLUSIVE (``silence_judged_once``), never a PASS for want of an answer."""
     try:
-        return await turn.call("elicitation/create", elicitation_params(turn, mode), validate=mode in MODES)
-    except PeerTimeout:
-        return None  # judged as jsonrpc.every-request-answered where the wait flagged it
+        resp: Response = await turn.call("elicitation/create", elicitation_params(turn, mode), validate=mode in MODES)
+        return resp
+    except PeerTimeout as exc:
+        return exc
 
 
 @pytest.mark.acp_clause("elicit.mode.unadvertised-error", "elicit.capability.explicit")
@@ -76,8 +80,12 @@ async def test_an_unadvertised_mode_is_refused(acp_client: ClientHarness) -> Non
             not_applicable("the client advertised both elicitation modes")
         mode = missing[0]
         declared = isinstance(conn.agent.client_capabilities.get("elicitation"), dict)
+        expected = f"error -32602 (Invalid params) for a {mode} elicitation the client did not advertise"
+        if not declared:
+            reason = "the client sent no elicitation object (nothing to read explicitly)"
+            acp_client.record("elicit.capability.explicit", Status.NOT_APPLICABLE, reason)
         resp = await _ask(acp_client, turn, mode)
-        if resp is not None:
+        if not isinstance(resp, PeerTimeout):
             code = resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
             answer = f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}"
             accepted = not resp.is_error and isinstance(resp.result, dict) and resp.result.get("action") == "accept"
@@ -91,22 +99,12 @@ async def test_an_unadvertised_mode_is_refused(acp_client: ClientHarness) -> Non
                     answer,
                     stop=False,
                 )
-            else:
-                reason = "the client sent no elicitation object (nothing to read explicitly)"
-                acp_client.record("elicit.capability.explicit", Status.NOT_APPLICABLE, reason)
-            acp_client.check(
-                "elicit.mode.unadvertised-error",
-                code == ErrorCode.INVALID_PARAMS,
-                f"error -32602 (Invalid params) for a {mode} elicitation the client did not advertise",
-                answer,
-            )
+            acp_client.check("elicit.mode.unadvertised-error", code == ErrorCode.INVALID_PARAMS, expected, answer)
         else:
-            silence_is_robustness(
-                acp_client,
-                "elicit.mode.unadvertised-error",
-                f"error -32602 (Invalid params) for a {mode} elicitation the client did not advertise",
-                acp_client.config.timeout,
-            )
+            silence_judged_once(acp_client, "elicit.mode.unadvertised-error", expected, resp, against_spec=True)
+            explicit = "no accept for an elicitation in a mode the client's elicitation object does not advertise"
+            if declared:
+                silence_judged_once(acp_client, "elicit.capability.explicit", explicit, resp, against_spec=True)
         await turn.end()
 
 
@@ -121,7 +119,11 @@ async def test_an_advertised_form_is_answered_with_an_action(acp_client: ClientH
             await turn.end()
             not_applicable("the client did not advertise elicitation.form")
         resp = await _ask(acp_client, turn, "form")
-        if resp is not None and not resp.is_error:
+        if isinstance(resp, PeerTimeout):
+            silence_judged_once(
+                acp_client, "elicit.response.shape", "a result with action accept, decline or cancel", resp
+            )
+        elif not resp.is_error:
             action = resp.result.get("action") if isinstance(resp.result, dict) else None
             acp_client.check(
                 "elicit.response.shape",
@@ -129,7 +131,7 @@ async def test_an_advertised_form_is_answered_with_an_action(acp_client: ClientH
                 "a result with action accept, decline or cancel",
                 f"result {resp.result!r}",
             )
-        elif resp is not None:
+        else:
             why = f"the advertised form was answered with error {resp.error!r}: the clause judges the actions"
             acp_client.record("elicit.response.shape", Status.NOT_APPLICABLE, why)
         await turn.end()
@@ -143,7 +145,10 @@ async def test_an_unknown_mode_is_not_handled_as_a_known_one(acp_client: ClientH
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
         resp = await _ask(acp_client, turn, "_acp_conformance_unknown_mode")
-        if resp is not None:
+        if isinstance(resp, PeerTimeout):
+            expected = "no accept with content for an elicitation of an unknown mode (an error, decline or cancel)"
+            silence_judged_once(acp_client, "elicit.unknown-mode", expected, resp, against_spec=True)
+        else:
             result = resp.result if isinstance(resp.result, dict) else {}
             rendered = not resp.is_error and result.get("action") == "accept" and bool(result.get("content"))
             acp_client.check(
