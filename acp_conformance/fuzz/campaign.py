@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
@@ -81,6 +81,7 @@ __all__ = [
     "finding_type",
     "hypothesis_settings",
     "live_connection",
+    "portal_for",
     "probe_unanswered",
     "record_findings",
     "replay_blobs",
@@ -879,6 +880,15 @@ def _ids_in(data: bytes) -> list[Any]:
 
 
 # ------------------------------------------------------------- campaigns
+def portal_for(harness: Any) -> AbstractContextManager[BlockingPortal]:
+    """Where a synchronous test runs its connections: the loop the run's synchronous tests share
+    (``harness.thread_host``: its processes are started ahead of the test), else one of its own."""
+    host = getattr(harness, "thread_host", None)
+    if host is not None and host.portal is not None:
+        return nullcontext(host.portal)
+    return start_blocking_portal("asyncio")
+
+
 def run_campaign(
     harness: Any,
     name: str,
@@ -891,7 +901,7 @@ def run_campaign(
     results for ``clauses`` (PASS when exercised and held, INCONCLUSIVE when never exercised)."""
     budget = FuzzBudget.from_env()
     findings: list[Finding] = []
-    with start_blocking_portal("asyncio") as portal:
+    with portal_for(harness) as portal:
         fuzzer = make_fuzzer(portal, budget)
         fuzzer.start()
         try:

@@ -66,7 +66,7 @@ from acp_conformance.transport.process import ProcessTransport, spawn
 
 if TYPE_CHECKING:
     from acp_conformance.harness.pool import ConnectionPool, Pooled
-    from acp_conformance.harness.processes import Held, ProcessHost
+    from acp_conformance.harness.processes import Held, ProcessHost, ThreadHost
 
 __all__ = [
     "AcpSpecWarning",
@@ -215,6 +215,7 @@ class AgentHarness(HarnessBase):
         pool: ConnectionPool | None = None,
         drain: ConnectionPool | None = None,
         processes: ProcessHost | None = None,
+        thread_host: ThreadHost | None = None,
     ) -> None:
         super().__init__(label)
         self.config = config
@@ -232,6 +233,12 @@ class AgentHarness(HarnessBase):
         #: Where a connection that borrows nothing gets its process (``harness.processes``), under
         #: ``--acp-isolation=connection``: started ahead of the test, torn down behind it.
         self.processes = processes if processes is not None else (pool.processes if pool is not None else None)
+        #: The loop in a thread the run's synchronous tests share (``ThreadHost``): a synchronous test
+        #: connects through its ``portal`` and gets its processes from its host; an ``acp_sole_process``
+        #: test empties it too.
+        self.thread_host = thread_host
+        if thread_host is not None and processes is None and pool is None and drain is None:
+            self.processes = thread_host.processes
         self._held: list[Held] = []
         self._lease: tuple[Pooled, ClientEndpoint] | None = None
         self._lease_open = False
@@ -300,6 +307,8 @@ class AgentHarness(HarnessBase):
         if self._drain is not None:
             drain, self._drain = self._drain, None
             await drain.retire_idle()
+            if self.thread_host is not None:
+                await self.thread_host.drain()
         async with self._connected(
             cwd, on_stderr, sandbox, transcript, capabilities, permission, initialize, protocol_version, terminals
         ) as conn:

@@ -27,8 +27,12 @@ fresh process loads them), a test that judges what the process tree leaves runni
 (``settle``), and the end of the run.  A test whose body failed tears its process down at once,
 as in process mode: what the agent writes on stderr on its way out belongs in the failure.
 
-The host lives in the pool's task group, in the session's event loop; a test running in a loop of
-its own (the fuzz campaigns, the stateful machine) starts its processes itself (``serves``).
+The host lives in the pool's task group, in the session's event loop.  The synchronous tests (the
+fuzz campaigns, the stateful machine) cannot use that loop: anyio's runner runs it only while an
+async test does.  They share one of their own instead, in a thread (``ThreadHost``), with a host
+of its own: 15 agent processes of a run against the reference agent, each ~0.2 s to start on the
+test's path, and 1-2 s each for a Node-based adapter.  A test in any other loop starts its
+processes itself (``serves``).
 """
 
 from __future__ import annotations
@@ -37,12 +41,13 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Callable
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
+from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from acp_conformance.harness.agent import AgentConfig, PreparedPeer, spawn_agent
 from acp_conformance.harness.base import liveness
@@ -50,7 +55,7 @@ from acp_conformance.harness.base import liveness
 if TYPE_CHECKING:
     from acp_conformance.transport.process import ProcessTransport
 
-__all__ = ["Held", "ProcessHost"]
+__all__ = ["Held", "ProcessHost", "ThreadHost"]
 
 #: Stderr lines a spare keeps before its test takes it (the transport's own tail is bounded too).
 _EARLY_STDERR = 500
@@ -202,3 +207,47 @@ class ProcessHost:
         finally:
             held.started.set()
             held.done.set()
+
+
+class ThreadHost:
+    """One event loop in a thread for the run's synchronous tests, and a ``ProcessHost`` in it.
+
+    A synchronous test drives its connections through ``portal`` (``anyio.from_thread``), so they
+    run in this loop, where ``processes`` serves them: a spare started while the test before ran.
+    Used as a context manager for the whole pytest session; leaving it tears every process down
+    (the end of the run, or an interrupt: pytest tears session fixtures down after Ctrl-C too)."""
+
+    def __init__(self, config: AgentConfig, root: Path, cwd: str) -> None:
+        self._args = (config, root, cwd)
+        self._stack = ExitStack()
+        self.portal: BlockingPortal | None = None
+        self.processes: ProcessHost | None = None
+        self._stop: anyio.Event | None = None
+
+    def __enter__(self) -> ThreadHost:
+        portal = self._stack.enter_context(start_blocking_portal("asyncio"))
+        self._stop = portal.call(anyio.Event)
+        future, self.processes = portal.start_task(self._run)
+        self._stack.callback(future.result)
+        self._stack.callback(portal.call, self._stop.set)
+        self.portal = portal
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    async def _run(self, *, task_status: anyio.abc.TaskStatus[ProcessHost]) -> None:
+        assert self._stop is not None
+        async with anyio.create_task_group() as tg:
+            host = ProcessHost(tg, *self._args)
+            task_status.started(host)
+            try:
+                await self._stop.wait()
+            finally:
+                await host.aclose()
+
+    async def drain(self) -> None:
+        """``ProcessHost.drain`` in the thread's loop, awaited from another (``acp_sole_process``)."""
+        portal, host = self.portal, self.processes
+        if portal is not None and host is not None:
+            await anyio.to_thread.run_sync(portal.call, host.drain)

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 
 from acp_conformance.plugin import options
-from acp_conformance.plugin.fixtures import acp_agent, acp_agent_pool, acp_client
+from acp_conformance.plugin.fixtures import acp_agent, acp_agent_pool, acp_agent_thread_host, acp_client
 from acp_conformance.plugin.keys import HARNESS, STATE
 
-__all__ = ["acp_agent", "acp_agent_pool", "acp_client"]
+__all__ = ["acp_agent", "acp_agent_pool", "acp_agent_thread_host", "acp_client"]
 
 _REPORTER = "acp-conformance-reporter"
 

@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from acp_conformance.harness.agent import AgentHarness
     from acp_conformance.harness.client import ClientHarness
     from acp_conformance.harness.pool import ConnectionPool
+    from acp_conformance.harness.processes import ThreadHost
 
-__all__ = ["OWN_PROCESS", "SOLE_PROCESS", "acp_agent", "acp_agent_pool", "acp_client"]
+__all__ = ["OWN_PROCESS", "SOLE_PROCESS", "acp_agent", "acp_agent_pool", "acp_agent_thread_host", "acp_client"]
 
 
 #: A test (or module, ``pytestmark``) that must have an agent process of its own even under
@@ -43,18 +44,23 @@ def acp_agent(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AgentH
     state = request.config.stash.get(STATE, None)
     if state is None or state.agent is None:
         pytest.skip("no --acp-agent given")
-    pool = drain = processes = None
+    pool = drain = processes = thread_host = None
     pooled = request.config.getoption("acp_isolation") == "connection"
     marked = request.node.get_closest_marker
+    coroutine = inspect.iscoroutinefunction(getattr(request.node, "obj", None))
     if pooled and marked(SOLE_PROCESS) is not None and _loop_outlives_tests(request):
         drain = request.getfixturevalue("acp_agent_pool")
+        thread_host = request.config.stash.get(_THREAD_HOST, None)  # its spare must go too
     elif pooled and _loop_outlives_tests(request):
         if marked(OWN_PROCESS) is None:
             pool = request.getfixturevalue("acp_agent_pool")
-        elif inspect.iscoroutinefunction(getattr(request.node, "obj", None)):
-            # A process of its own, started ahead of it (``harness.processes``); not for a
-            # synchronous test (a fuzz campaign), whose loop is its own and cannot use the pool's.
+        elif coroutine:
+            # A process of its own, started ahead of it (``harness.processes``).
             processes = request.getfixturevalue("acp_agent_pool").processes
+    if pooled and not coroutine and marked(OWN_PROCESS) is not None and marked(SOLE_PROCESS) is None:
+        # A synchronous test (a fuzz campaign, the stateful machine) runs its connections in a loop
+        # of its own: the one the run's synchronous tests share, whose host starts them ahead.
+        thread_host = request.getfixturevalue("acp_agent_thread_host")
     harness = AgentHarness(
         state.agent,
         state.validator,
@@ -63,6 +69,7 @@ def acp_agent(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AgentH
         pool=pool,
         drain=drain,
         processes=processes,
+        thread_host=thread_host,
     )
     request.node.stash[HARNESS] = harness
     yield harness
@@ -92,6 +99,28 @@ def _loop_outlives_tests(request: pytest.FixtureRequest) -> bool:
 
 
 _WARNED = pytest.StashKey[bool]()
+_THREAD_HOST = pytest.StashKey["ThreadHost"]()
+
+
+@pytest.fixture(scope="session")
+def acp_agent_thread_host(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ThreadHost]:
+    """The event loop, in a thread, that this pytest process's synchronous agent tests share, and
+    the agent processes it starts ahead of them (``--acp-isolation=connection``)."""
+    import tempfile
+
+    from acp_conformance.harness.processes import ThreadHost
+
+    state = request.config.stash[STATE]
+    assert state.agent is not None
+    root = tmp_path_factory.mktemp("acp-thread-host")
+    with ThreadHost(state.agent, root, state.agent.cwd or tempfile.gettempdir()) as host:
+        request.config.stash[_THREAD_HOST] = host
+        try:
+            yield host
+        finally:
+            del request.config.stash[_THREAD_HOST]
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,6 @@ import time
 from pathlib import Path
 
 import pytest
-from anyio.from_thread import start_blocking_portal
 from hypothesis import seed as hypothesis_seed
 from hypothesis.errors import Flaky
 from hypothesis.stateful import run_state_machine_as_test
@@ -32,6 +31,7 @@ from acp_conformance.fuzz.campaign import (
     FuzzBudget,
     FuzzFinding,
     hypothesis_settings,
+    portal_for,
     record_findings,
     replay_blobs,
     shrink_time_limit,
@@ -41,8 +41,8 @@ from acp_conformance.fuzz.stateful import CLAUSES, STEPS, StatefulContext, machi
 from acp_conformance.harness import AgentHarness
 from acp_conformance.results import Status
 
-# Own process under --acp-isolation=connection: the machine runs in a thread of its own and explores
-# state a later test would inherit.
+# Own process under --acp-isolation=connection: the machine explores state a later test would inherit.
+# It runs in the loop the run's synchronous tests share (``ThreadHost``), one fresh process per example.
 pytestmark = pytest.mark.acp_own_process
 
 ENV_OUT = "ACP_FUZZ_OUT"
@@ -63,7 +63,7 @@ def test_stateful_session_lifecycle(acp_agent: AgentHarness, request: pytest.Fix
     budget = FuzzBudget.from_env()
     runs = max(3, budget.examples // 3)
     findings: list[Finding] = []
-    with start_blocking_portal("asyncio") as portal:
+    with portal_for(acp_agent) as portal:
         ctx = StatefulContext(acp_agent, portal, budget, deadline=time.monotonic() + budget.seconds)
         machine = hypothesis_seed(budget.seed)(machine_for(ctx))
         machine = with_replay(machine, budget)
