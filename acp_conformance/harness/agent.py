@@ -234,11 +234,9 @@ class AgentHarness(HarnessBase):
         #: ``--acp-isolation=connection``: started ahead of the test, torn down behind it.
         self.processes = processes if processes is not None else (pool.processes if pool is not None else None)
         #: The loop in a thread the run's synchronous tests share (``ThreadHost``): a synchronous test
-        #: connects through its ``portal`` and gets its processes from its host; an ``acp_sole_process``
+        #: connects through its ``portal`` (``processes`` is then its host); an ``acp_sole_process``
         #: test empties it too.
         self.thread_host = thread_host
-        if thread_host is not None and processes is None and pool is None and drain is None:
-            self.processes = thread_host.processes
         self._held: list[Held] = []
         self._lease: tuple[Pooled, ClientEndpoint] | None = None
         self._lease_open = False

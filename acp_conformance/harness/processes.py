@@ -225,11 +225,15 @@ class ThreadHost:
         self._stop: anyio.Event | None = None
 
     def __enter__(self) -> ThreadHost:
-        portal = self._stack.enter_context(start_blocking_portal("asyncio"))
-        self._stop = portal.call(anyio.Event)
-        future, self.processes = portal.start_task(self._run)
-        self._stack.callback(future.result)
-        self._stack.callback(portal.call, self._stop.set)
+        try:
+            portal = self._stack.enter_context(start_blocking_portal("asyncio"))
+            self._stop = portal.call(anyio.Event)
+            future, self.processes = portal.start_task(self._run)
+            self._stack.callback(future.result)  # after the stop below (last in, first out)
+            self._stack.callback(portal.call, self._stop.set)
+        except BaseException:
+            self._stack.close()  # the thread too: nothing of a failed start outlives it
+            raise
         self.portal = portal
         return self
 

@@ -61,6 +61,7 @@ def acp_agent(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AgentH
         # A synchronous test (a fuzz campaign, the stateful machine) runs its connections in a loop
         # of its own: the one the run's synchronous tests share, whose host starts them ahead.
         thread_host = request.getfixturevalue("acp_agent_thread_host")
+        processes = thread_host.processes
     harness = AgentHarness(
         state.agent,
         state.validator,

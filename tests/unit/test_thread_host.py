@@ -34,7 +34,9 @@ def _alive(pid: int) -> bool:
 
 def _session(host: ThreadHost, config: AgentConfig, validator: SchemaValidator, tmp: Path, n: int) -> int:
     """One synchronous test: a harness as the ``acp_agent`` fixture makes it, one connection, the pid."""
-    acp = AgentHarness(config, validator, tmp / f"test-{n}", label=f"test {n}", thread_host=host)
+    acp = AgentHarness(
+        config, validator, tmp / f"test-{n}", label=f"test {n}", processes=host.processes, thread_host=host
+    )
     with portal_for(acp) as portal:
         assert portal is host.portal
         with live_connection(portal, acp, []) as conn:

@@ -170,17 +170,14 @@ async def test_missing_required_params_get_invalid_params(acp_agent: AgentHarnes
             ),
         ]
         for method, params, what in broken:
+            expected = f"error -32602 for {what}"
             try:
                 resp = await conn.peer.call(method, params, validate=False)
             except PeerTimeout as exc:
-                expected = f"error -32602 for {what}"
                 silence_judged_once(acp_agent, "jsonrpc.invalid-params", expected, exc, against_spec=True)
                 continue
             acp_agent.check(
-                "jsonrpc.invalid-params",
-                error_code(resp) == ErrorCode.INVALID_PARAMS,
-                f"error -32602 for {what}",
-                describe(resp),
+                "jsonrpc.invalid-params", error_code(resp) == ErrorCode.INVALID_PARAMS, expected, describe(resp)
             )
 
 
