@@ -172,6 +172,42 @@ async def test_session_and_prompt(acp_client: ClientHarness) -> None:
         )
         # Give a client that would (wrongly) load or prompt again a moment to do so.
         await conn.peer.quiet_for(0.3, lambda e: isinstance(e, Request) and e.method == "session/load")
+        _unused_is_a_pass(acp_client, conn, kinds)
+
+
+#: The clause of each method this test's agent does not advertise (the endpoint flags a use where it arrives).
+_GATED_METHOD_CLAUSES = {
+    "session/load": "session.load.gated",
+    "session/resume": "session.resume.gated",
+    "session/list": "session.list.gated",
+    "session/close": "session.close.gated",
+    "session/delete": "session.delete.gated",
+    "logout": "auth.logout.gated",
+}
+#: The clause of each prompt block type this test's agent does not allow.
+_GATED_BLOCK_CLAUSES = {
+    "image": "content.image.gated",
+    "audio": "content.audio.gated",
+    "resource": "content.resource.gated",
+}
+
+
+def _unused_is_a_pass(acp: ClientHarness, conn: ClientConnection, kinds: list[str]) -> None:
+    """A gated clause's PASS, said with what was seen: the client used none of what the agent did not
+    advertise in a whole session and turn.  A use is flagged where it arrives (the clause's FAIL), so
+    nothing is recorded here for it; before, a completed test left these to the plugin's bare PASS."""
+    sent = sorted({e.method for e in conn.peer.events if isinstance(e, Request)})
+    unused = [
+        (clause, f"no {method} request", AGENT_GATED_METHODS[method], f"the client sent {sent}")
+        for method, clause in _GATED_METHOD_CLAUSES.items()
+        if method not in sent
+    ] + [
+        (clause, f"no {kind} block in the prompt", PROMPT_GATED_BLOCKS[kind], f"block types {kinds}")
+        for kind, clause in _GATED_BLOCK_CLAUSES.items()
+        if kind not in kinds
+    ]
+    for clause, what, capability, seen in unused:
+        acp.record(clause, Status.PASS, f"{what} (the agent did not advertise {capability}); {seen}")
 
 
 #: Methods a client may only send when the agent advertised the matching capability.
