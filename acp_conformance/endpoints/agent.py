@@ -39,6 +39,8 @@ __all__ = [
     "DEFAULT_OPTIONS",
     "AgentEndpoint",
     "AgentSetup",
+    "CONTENT_GATES",
+    "METHOD_GATES",
     "PermissionAnswer",
     "PromptTurn",
 ]
@@ -59,6 +61,16 @@ SESSION_METHODS = (
     "session/set_mode",
     "session/set_config_option",
 )
+#: The clause a client breaks by calling each capability-gated method the agent did not advertise
+#: (the capability each needs: ``checks.gating.AGENT_GATED_METHODS``).
+METHOD_GATES = {
+    "session/load": "session.load.gated",
+    "session/resume": "session.resume.gated",
+    "session/list": "session.list.gated",
+    "session/close": "session.close.gated",
+    "session/delete": "session.delete.gated",
+    "logout": "auth.logout.gated",
+}
 #: promptCapabilities flag needed by each gated content block type, and its clause.
 CONTENT_GATES = {
     "image": ("image", "content.image.gated"),
@@ -202,10 +214,8 @@ class AgentEndpoint:
         h["authenticate"] = self._on_authenticate
         h["session/new"] = self._on_new
         h["session/load"] = self._on_load
-        h["session/resume"] = self._gated_session("resume", "session.resume.gated")
-        h["session/list"] = self._gated_session("list", "session.list.gated")
-        h["session/close"] = self._gated_session("close", "session.close.gated")
-        h["session/delete"] = self._gated_session("delete", "session.delete.gated")
+        for name in ("resume", "list", "close", "delete"):
+            h[f"session/{name}"] = self._gated_session(name)
         h["session/prompt"] = self._on_prompt
         h["session/cancel"] = self._on_cancel_request
         h["session/set_mode"] = self._on_set_mode
@@ -434,7 +444,7 @@ class AgentEndpoint:
 
     async def _on_logout(self, req: Request) -> Any:
         self._first_request_check(req)
-        clause = self.setup.gate_clause("auth.logout.gated", "object")
+        clause = self.setup.gate_clause(METHOD_GATES["logout"], "object")
         self.flag(clause, "logout sent although agentCapabilities.auth.logout was not advertised", req)
         raise HandlerError(ErrorCode.METHOD_NOT_FOUND, "logout is not supported")
 
@@ -476,7 +486,7 @@ class AgentEndpoint:
         self._after_init_check(req)
         p = self._params(req)
         if not self.setup.load_session:
-            clause = self.setup.gate_clause("session.load.gated", "flag")
+            clause = self.setup.gate_clause(METHOD_GATES["session/load"], "flag")
             self.flag(clause, "session/load sent although the agent did not advertise loadSession", req)
             raise HandlerError(ErrorCode.METHOD_NOT_FOUND, "session/load is not supported")
         self._require_auth()
@@ -495,7 +505,9 @@ class AgentEndpoint:
         self.notify()
         return {}
 
-    def _gated_session(self, name: str, clause: str) -> Callable[[Request], Awaitable[Any]]:
+    def _gated_session(self, name: str) -> Callable[[Request], Awaitable[Any]]:
+        clause = METHOD_GATES[f"session/{name}"]
+
         async def handler(req: Request) -> Any:
             self._first_request_check(req)
             self._after_init_check(req)

@@ -11,7 +11,7 @@ import pytest
 from acp_conformance.checks.gating import AGENT_GATED_METHODS, PROMPT_GATED_BLOCKS, gated_uses
 from acp_conformance.checks.shapes import implementation_ok
 from acp_conformance.core.events import Request
-from acp_conformance.endpoints.agent import AgentSetup
+from acp_conformance.endpoints.agent import CONTENT_GATES, METHOD_GATES, AgentSetup
 from acp_conformance.errors import PeerError
 from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.results import Status
@@ -175,39 +175,23 @@ async def test_session_and_prompt(acp_client: ClientHarness) -> None:
         _unused_is_a_pass(acp_client, conn, kinds)
 
 
-#: The clause of each method this test's agent does not advertise (the endpoint flags a use where it arrives).
-_GATED_METHOD_CLAUSES = {
-    "session/load": "session.load.gated",
-    "session/resume": "session.resume.gated",
-    "session/list": "session.list.gated",
-    "session/close": "session.close.gated",
-    "session/delete": "session.delete.gated",
-    "logout": "auth.logout.gated",
-}
-#: The clause of each prompt block type this test's agent does not allow.
-_GATED_BLOCK_CLAUSES = {
-    "image": "content.image.gated",
-    "audio": "content.audio.gated",
-    "resource": "content.resource.gated",
-}
-
-
 def _unused_is_a_pass(acp: ClientHarness, conn: ClientConnection, kinds: list[str]) -> None:
     """A gated clause's PASS, said with what was seen: the client used none of what the agent did not
-    advertise in a whole session and turn.  A use is flagged where it arrives (the clause's FAIL), so
-    nothing is recorded here for it; before, a completed test left these to the plugin's bare PASS."""
+    advertise in a whole session and turn (``checks.gating.gated_uses``).  A use is flagged where it
+    arrives (the clause's FAIL), so nothing is recorded here for it; before, a completed test left
+    these to the plugin's bare PASS."""
+    used = {path for path, _ in _uses(conn)}
     sent = sorted({e.method for e in conn.peer.events if isinstance(e, Request)})
-    unused = [
+    gates = [
         (clause, f"no {method} request", AGENT_GATED_METHODS[method], f"the client sent {sent}")
-        for method, clause in _GATED_METHOD_CLAUSES.items()
-        if method not in sent
+        for method, clause in METHOD_GATES.items()
     ] + [
         (clause, f"no {kind} block in the prompt", PROMPT_GATED_BLOCKS[kind], f"block types {kinds}")
-        for kind, clause in _GATED_BLOCK_CLAUSES.items()
-        if kind not in kinds
+        for kind, (_, clause) in CONTENT_GATES.items()
     ]
-    for clause, what, capability, seen in unused:
-        acp.record(clause, Status.PASS, f"{what} (the agent did not advertise {capability}); {seen}")
+    for clause, what, capability, seen in gates:
+        if capability not in used:
+            acp.record(clause, Status.PASS, f"{what} (the agent did not advertise {capability}); {seen}")
 
 
 #: Methods a client may only send when the agent advertised the matching capability.
@@ -257,6 +241,11 @@ async def _gated_uses(conn: ClientConnection) -> list[tuple[str, str]]:
     requests: ``(capability path, what)``), after giving a client that would (wrongly) go on to
     load, list or resume a moment to do so (an observation window: later uses are not judged)."""
     await conn.peer.quiet_for(0.3, lambda e: isinstance(e, Request) and e.method in GATED_METHODS)
+    return _uses(conn)
+
+
+def _uses(conn: ClientConnection) -> list[tuple[str, str]]:
+    """``checks.gating.gated_uses`` of every request the client sent so far, once each."""
     found = [
         use
         for e in conn.peer.events
