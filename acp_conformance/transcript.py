@@ -137,6 +137,8 @@ class Transcript:
         self.started = time.monotonic()
         self.entries: list[Entry] = []
         self.violations: list[Violation] = []
+        #: clause id -> (how many conforming judgements, what the first one saw): ``conformed``.
+        self.passes: dict[str, tuple[int, str]] = {}
         self.stderr_total = 0
         self.stderr_dropped = 0
         self.frames_total = 0
@@ -287,6 +289,14 @@ class Transcript:
             entry.violations.append(v)
         else:
             self.add("note", f"violation [{v.clause_id}] {v.message}").violations.append(v)
+
+    def conformed(self, clause: str, seen: str) -> None:
+        """A handler judged a frame on ``clause`` and found it conforming: the evidence of the
+        clause's PASS (``checks.passive.passive_results``), where a breach would have been a
+        ``violation``.  Without it a clause judged only by the absence of a violation could pass
+        on traffic that never exercised it."""
+        n, first = self.passes.get(clause, (0, seen))
+        self.passes[clause] = (n + 1, first)
 
     def note(self, text: str) -> None:
         self.add("note", text)

@@ -10,7 +10,7 @@ from acp_conformance.clauses import registry
 from acp_conformance.results import ClauseResult, Status, breach_status
 from acp_conformance.transcript import Entry, Transcript, redactor
 
-__all__ = ["MAX_EXAMPLES_PER_CLAUSE", "PASSIVE_CLAUSES", "passive_results"]
+__all__ = ["CLIENT_TRAFFIC_CLAUSES", "MAX_EXAMPLES_PER_CLAUSE", "PASSIVE_CLAUSES", "passive_results"]
 
 Predicate = Callable[[list[Entry]], bool]
 
@@ -135,6 +135,29 @@ PASSIVE_CLAUSES: dict[str, tuple[tuple[str, ...], Predicate]] = {
     **{clause_id: (_wire_roles(clause_id), _wire(clause_id)) for clause_id in {**WIRE_CHECKS, **CLIENT_WIRE_CHECKS}},
 }
 
+#: Clauses the suite's agent endpoint (``endpoints.agent``) judges on each client request of their
+#: kind, wherever it arrives: a breach is a violation on the request, a conforming request says
+#: so (``Transcript.conformed``), and ``passive_results`` turns that into the PASS, with what was
+#: seen.  Like the passive clauses, a test bound to one whose client sent no such request leaves it
+#: not exercised (the plugin's stream-level default), never a bare PASS.
+CLIENT_TRAFFIC_CLAUSES = frozenset(
+    {
+        "init.first",
+        "session.after-init",
+        "session.new.params",
+        "session.mcp.transport-gated",
+        "session.load.params",
+        "session.resume.params",
+        "session.list.cursor-opaque",
+        "session.list.cursor-end",
+        "prompt.after-setup",
+        "auth.authenticate.advertised-id",
+        "perm.response.valid-option",
+        "mode.set.valid",
+        "config.set.value",
+    }
+)
+
 
 #: Distinct messages reported per clause and transcript; the rest are counted.
 MAX_EXAMPLES_PER_CLAUSE = 20
@@ -218,4 +241,11 @@ def passive_results(
             continue
         if wire_exercised.get(clause_id, False) if clause_id in checks else exercised(inbound):
             out.append(ClauseResult(clause_id, Status.PASS, f"{len(inbound)} inbound frame(s) checked"))
+    for clause_id, (n, seen) in transcript.passes.items():
+        if clause_id not in reg:
+            raise ValueError(f"internal error: a conforming judgement names unknown clause {clause_id!r}")
+        if clause_id in failed or not reg.get(clause_id).applies_to(peer_role):
+            continue
+        more = f" ({n - 1} more judged alike)" if n > 1 else ""
+        out.append(ClauseResult(clause_id, Status.PASS, redact(seen) + more))
     return out

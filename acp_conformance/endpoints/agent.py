@@ -206,7 +206,8 @@ class AgentEndpoint:
             {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "earlier answer"}},
         ]
         self._init_done_frames: int | None = None
-        self._flagged: set[str] = set()
+        #: Clauses judged once per connection (init.first), whether they passed or not.
+        self._judged: set[str] = set()
         self._changed = anyio.Event()
         self._n_sessions = 0
         h = peer.handlers
@@ -294,14 +295,24 @@ class AgentEndpoint:
     def flag(self, clause: str, message: str, about: Request | Notification | Response | None = None) -> None:
         self.peer.flag(clause, message, about=about)
 
+    def conformed(self, clause: str, seen: str) -> None:
+        """A request judged on ``clause`` (one of ``checks.passive.CLIENT_TRAFFIC_CLAUSES``) that
+        conforms: the clause's PASS says ``seen``.  Never a value the client chose that may be a
+        path (a cwd): reports carry no path of the machine that made them."""
+        self.peer.transcript.conformed(clause, seen)
+
     def _first_request_check(self, req: Request) -> None:
-        if "init.first" in self._flagged:
+        if "init.first" in self._judged:
             return
         first = next((e for e in self.peer.events if isinstance(e, Request)), None)
         # A session request first is session.after-init's MUST breach (its handler judges it); any
         # other request before initialize misses only init.first's SHOULD.
-        if first is not None and first.method != "initialize" and first.method not in SESSION_METHODS:
-            self._flagged.add("init.first")
+        if first is None or first.method in SESSION_METHODS:
+            return
+        self._judged.add("init.first")
+        if first.method == "initialize":
+            self.conformed("init.first", "the client's first request was initialize")
+        else:
             self.flag("init.first", f"the client's first request was {first.method}, not initialize", first)
 
     def _after_init_check(self, req: Request) -> None:
@@ -312,6 +323,8 @@ class AgentEndpoint:
                 + ("" if self.init_request else " (no initialize at all)"),
                 req,
             )
+        else:
+            self.conformed("session.after-init", f"{req.method} came after the initialize response")
 
     def _known_session(self, req: Request, clause: str) -> str | None:
         p = req.params if isinstance(req.params, dict) else {}
@@ -319,6 +332,7 @@ class AgentEndpoint:
         if sid not in self.sessions:
             self.flag(clause, f"{req.method} names session {sid!r}, which was not set up on this connection", req)
             return None
+        self.conformed(clause, f"{req.method} named a session set up on this connection")
         return str(sid)
 
     def _check_cwd(self, req: Request, cwd: Any) -> None:
@@ -348,14 +362,22 @@ class AgentEndpoint:
     def _check_mcp(self, req: Request, servers: Any) -> None:
         if not isinstance(servers, list):
             return
-        for s in servers:
-            kind = s.get("type") if isinstance(s, dict) else None
-            if (kind == "http" and not self.setup.mcp_http) or (kind == "sse" and not self.setup.mcp_sse):
+        clause = self.setup.gate_clause("session.mcp.transport-gated", "flag")
+        kinds = [s.get("type", "stdio") if isinstance(s, dict) else None for s in servers]
+        withheld = [k for k in ("http", "sse") if not getattr(self.setup, f"mcp_{k}")]
+        for kind in kinds:
+            if kind in withheld:
                 self.flag(
-                    self.setup.gate_clause("session.mcp.transport-gated", "flag"),
+                    clause,
                     f"{req.method} sent an MCP server of type {kind!r} although mcpCapabilities.{kind} is false",
                     req,
                 )
+        if withheld and clause == "session.mcp.transport-gated" and not set(kinds) & set(withheld):
+            self.conformed(
+                clause,
+                f"{req.method} sent no MCP server over {' or '.join(withheld)} (not advertised); "
+                f"server types {sorted(map(str, kinds))}",
+            )
 
     async def judge_permission(self, answer: PermissionAnswer) -> None:
         resp = answer.response
@@ -383,6 +405,8 @@ class AgentEndpoint:
                     f"selected optionId {answer.option_id!r} was not offered (offered: {offered})",
                     resp,
                 )
+            else:
+                self.conformed("perm.response.valid-option", f"selected optionId {answer.option_id!r}, one offered")
         elif kind == "cancelled":
             if self.cancelled(answer.session_id) or answer.request_id in self.cancel_requested_ids:
                 return
@@ -429,6 +453,7 @@ class AgentEndpoint:
         if method_id not in ids:
             self.flag("auth.authenticate.advertised-id", f"authenticate names {method_id!r}, not one of {ids}", req)
             raise HandlerError(ErrorCode.INVALID_PARAMS, f"unknown auth method {method_id!r}")
+        self.conformed("auth.authenticate.advertised-id", f"authenticate named {method_id!r}, one of {ids}")
         by_id = {m.get("id"): m for m in offered}
         if by_id[method_id].get("type") == "terminal":
             # authentication.mdx: the terminal process is not the ACP connection.
@@ -460,6 +485,8 @@ class AgentEndpoint:
         cwd, servers = p.get("cwd"), p.get("mcpServers")
         if not isinstance(cwd, str) or not isinstance(servers, list):
             self.flag("session.new.params", f"session/new params need cwd (string) and mcpServers (array): {p!r}", req)
+        else:
+            self.conformed("session.new.params", "session/new carried cwd (a string) and mcpServers (an array)")
         self._check_cwd(req, cwd)
         self._check_mcp(req, servers)
         sid = self.new_session_id()
@@ -493,6 +520,8 @@ class AgentEndpoint:
         missing = [k for k in ("sessionId", "cwd", "mcpServers") if k not in p]
         if missing:
             self.flag("session.load.params", f"session/load params lack {missing}", req)
+        else:
+            self.conformed("session.load.params", "session/load carried sessionId, cwd and mcpServers")
         self._check_cwd(req, p.get("cwd"))
         self._check_mcp(req, p.get("mcpServers"))
         sid = p.get("sessionId")
@@ -523,6 +552,8 @@ class AgentEndpoint:
                 missing = [k for k in ("sessionId", "cwd") if k not in p]
                 if missing:
                     self.flag("session.resume.params", f"session/resume params lack {missing}", req)
+                else:
+                    self.conformed("session.resume.params", "session/resume carried sessionId and cwd")
                 self._check_cwd(req, p.get("cwd"))
                 sid = p.get("sessionId")
                 if isinstance(sid, str):
@@ -546,6 +577,8 @@ class AgentEndpoint:
         if problem is not None:
             self.flag(problem[0], problem[1], req)
             raise HandlerError(ErrorCode.INVALID_PARAMS, problem[1])
+        if p.get("cursor") is not None:
+            self.conformed("session.list.cursor-opaque", "session/list sent a nextCursor back byte for byte")
         return page
 
     async def _on_prompt(self, req: Request) -> Any:
@@ -591,6 +624,7 @@ class AgentEndpoint:
         if p.get("modeId") not in valid:
             self.flag("mode.set.valid", f"session/set_mode names {p.get('modeId')!r}, not one of {valid}", req)
             raise HandlerError(ErrorCode.INVALID_PARAMS, "unknown mode")
+        self.conformed("mode.set.valid", f"session/set_mode named {p.get('modeId')!r}, one of {valid}")
         return {}
 
     async def _on_set_config(self, req: Request) -> Any:
@@ -602,6 +636,8 @@ class AgentEndpoint:
                 if opt.get("type") == "select" and p.get("value") not in values:
                     self.flag("config.set.value", f"value {p.get('value')!r} is not one of {values}", req)
                     raise HandlerError(ErrorCode.INVALID_PARAMS, "invalid value")
+                if opt.get("type") == "select":
+                    self.conformed("config.set.value", f"value {p.get('value')!r}, one of {values}")
                 return {"configOptions": self.setup.config_options}
         raise HandlerError(ErrorCode.INVALID_PARAMS, f"unknown config option {p.get('configId')!r}")
 

@@ -30,6 +30,8 @@ class SessionPager:
     seen: list[str | None] = field(default_factory=list)
     #: Set once a page without ``nextCursor`` went out.
     ended: bool = False
+    #: Requests that asked for a page after the last one (``session.list.cursor-end``'s breach).
+    past_end: int = 0
 
     @classmethod
     def sample(cls, cwd: str, count: int = 5) -> SessionPager:
@@ -55,6 +57,7 @@ class SessionPager:
         if cursor is None:
             index = 0
         elif self.ended:
+            self.past_end += 1
             return {}, (
                 "session.list.cursor-end",
                 f"session/list asked for another page (cursor {cursor!r}) after a page without nextCursor",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_conformance._cache import cached
-from acp_conformance.checks.passive import PASSIVE_CLAUSES
+from acp_conformance.checks.passive import CLIENT_TRAFFIC_CLAUSES, PASSIVE_CLAUSES
 from acp_conformance.plugin.markers import is_clause_mark
 
 __all__ = ["bindings", "checked_clauses", "module_clauses", "passive_clauses", "suite_dir"]
@@ -88,7 +88,10 @@ def _marked_clauses(test: object) -> list[str]:
 
 
 def passive_clauses(role: str) -> set[str]:
-    return {cid for cid, (roles, _) in PASSIVE_CLAUSES.items() if role in roles}
+    """The clauses judged wherever their traffic occurs, not by one test: a test bound to one that
+    saw none of that traffic leaves it not exercised, never passed."""
+    traffic = CLIENT_TRAFFIC_CLAUSES if role == "client" else frozenset()
+    return {cid for cid, (roles, _) in PASSIVE_CLAUSES.items() if role in roles} | traffic
 
 
 def checked_clauses(role: str) -> set[str]:

@@ -4,8 +4,9 @@ A suite helper ends a test that cannot judge its clauses with a typed skip (``No
 ``Inconclusive``): subclasses of pytest's own skip exception, so pytest reports them as skips,
 and the plugin reads the status from the type, never from the message.  ``test_results`` turns
 the harness's recorded results plus the test's outcome into the results of every clause the
-test is bound to: a clause a test did not judge is never a default PASS of a stream-level
-clause, and a suite bug never passes for a verdict.
+test is bound to: a clause a test did not judge is never a default PASS (a stream-level clause
+it did not exercise is not exercised here, any other is INCONCLUSIVE), and a suite bug never
+passes for a verdict.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ __all__ = ["Inconclusive", "NotApplicable", "describe", "is_suite_error", "test_
 
 #: How a result says the suite itself broke (never a verdict about the peer).
 SUITE_ERROR = "suite error: "
+
+#: A bound clause no check of a completed test recorded: never a PASS by default.
+UNJUDGED = "the test ran to its end without judging this clause"
 
 _Skip: Any = pytest.skip.Exception
 
@@ -91,7 +95,9 @@ def test_results(
                 # Judged on the transcript, which records PASS where the traffic exercised it.
                 results.append(ClauseResult(cid, Status.NOT_APPLICABLE, NOT_EXERCISED_HERE))
             else:
-                results.append(ClauseResult(cid, Status.PASS, "check passed"))
+                # A PASS is a claim with its evidence, which the check records; a test that ran to
+                # its end without judging a clause it is bound to proves nothing about it.
+                results.append(ClauseResult(cid, Status.INCONCLUSIVE, UNJUDGED))
         elif isinstance(exc, (NotApplicable, Inconclusive)):
             results.append(ClauseResult(cid, exc.status, exc.reason))
         elif outcome == "skipped":

@@ -205,3 +205,45 @@ def test_an_inconclusive_verdict_says_why_commonest_reason_first() -> None:
     assert inconclusive_reasons(data) == [(gone, 2), ("a race", 1)]
     assert f"INCONCLUSIVE (2 MUST clauses): {gone}" in run.terminal_lines(data)
     assert f"- INCONCLUSIVE (2 MUST clauses): {gone}" in run.to_markdown()
+
+
+def test_a_completed_test_passes_no_clause_it_did_not_judge() -> None:
+    """A bound clause nothing recorded is INCONCLUSIVE after a test that passed (its check may have
+    found nothing to judge), not a PASS without evidence; a clause judged wherever its traffic
+    occurs (passive, or the suite agent's per-request judgements) is not exercised here."""
+    from acp_conformance.harness.base import HarnessBase
+    from acp_conformance.plugin.bindings import passive_clauses
+    from acp_conformance.plugin.outcomes import UNJUDGED, test_results
+
+    harness = HarnessBase("t::x")
+    harness.record("perm.auto", Status.PASS, "an option of kind allow_*")
+    got = test_results(
+        ["perm.auto", "perm.cancelled-on-cancel", "session.new.params"],
+        harness,
+        "passed",
+        None,
+        passive_clauses("client"),
+    )
+    by = {r.clause: r for r in got}
+    assert by["perm.auto"].status is Status.PASS
+    assert (by["perm.cancelled-on-cancel"].status, by["perm.cancelled-on-cancel"].message) == (
+        Status.INCONCLUSIVE,
+        UNJUDGED,
+    )
+    assert by["session.new.params"].status is Status.NOT_APPLICABLE
+
+
+def test_a_conforming_judgement_is_a_pass_with_what_was_seen_and_a_breach_outweighs_it() -> None:
+    from acp_conformance.checks import passive_results
+    from acp_conformance.core.events import Violation
+    from acp_conformance.transcript import Transcript
+
+    t = Transcript()
+    t.add("in", b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}')
+    t.conformed("session.new.params", "session/new carried cwd and mcpServers")
+    t.conformed("session.new.params", "session/new carried cwd and mcpServers")
+    t.conformed("mode.set.valid", "session/set_mode named 'a', one of ['a']")
+    t.violation(Violation("mode.set.valid", "session/set_mode names 'x'", "error", None, None))
+    by = {(r.clause, r.status): r.message for r in passive_results(t, "client")}
+    assert by[("session.new.params", Status.PASS)] == "session/new carried cwd and mcpServers (1 more judged alike)"
+    assert ("mode.set.valid", Status.PASS) not in by and ("mode.set.valid", Status.WARN) in by

@@ -110,6 +110,9 @@ async def test_cancel_answers_pending_permissions(acp_client: ClientHarness) -> 
             "session/cancel as a notification (no id)",
             "session/cancel sent as a request",
         )
+        acp_client.check(
+            "cancel.client-may", True, "the client cancelled a turn with two permission requests pending", ""
+        )
         for answer in (first, second):
             await turn.wait_permission(answer)
             acp_client.check(

@@ -49,7 +49,15 @@ async def test_session_list_cursors_go_back_unchanged_and_end_with_the_last_page
         acp_client.record(
             "session.list.cursor-end", Status.NOT_APPLICABLE, "the client did not page to the end of the listing"
         )
-    # Breaches are flagged by the agent where the request arrives (endpoints.listing).
+    elif not pager.past_end:
+        acp_client.record(
+            "session.list.cursor-end",
+            Status.PASS,
+            f"no page asked for after the last one (a page without nextCursor) within 0.3 s; "
+            f"{len(pager.seen)} session/list request(s)",
+        )
+    # Breaches are flagged by the agent where the request arrives (endpoints.listing); cursor-opaque's
+    # PASS too (checks.passive.CLIENT_TRAFFIC_CLAUSES).
 
 
 async def _saved_session(acp: ClientHarness, setup: AgentSetup) -> tuple[str, dict[str, Any]]:
