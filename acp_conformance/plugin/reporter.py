@@ -113,20 +113,31 @@ def run_metadata(config: pytest.Config, state: AcpState) -> dict[str, Any]:
     }
 
 
-def _commit() -> str | None:
-    """The suite's git commit when run from a checkout (a wheel has none)."""
+def _commit(root: Path | None = None) -> str | None:
+    """The suite's git commit when run from a checkout (a wheel has none), with ``+modified`` when
+    the suite's code differs from it: a report names the code that judged, and a commit alone
+    would name code that did not."""
     import subprocess
 
-    root = Path(__file__).resolve().parents[2]
+    root = root or Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None
+    git = ["git", "-C", str(root)]
     try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5
+        out = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5)
+        code = ["acp_conformance", "mock_agent", "mock_client", "scenarios"]
+        dirty = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no", "--", *code],
+            capture_output=True,
+            text=True,
+            timeout=5,
         )
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() or None
+    commit = out.stdout.strip()
+    if not commit:
+        return None
+    return f"{commit}+modified" if dirty.returncode != 0 or dirty.stdout.strip() else commit
 
 
 def _raise(exc: ConformanceFailure) -> None:

@@ -247,3 +247,25 @@ def test_a_conforming_judgement_is_a_pass_with_what_was_seen_and_a_breach_outwei
     by = {(r.clause, r.status): r.message for r in passive_results(t, "client")}
     assert by[("session.new.params", Status.PASS)] == "session/new carried cwd and mcpServers (1 more judged alike)"
     assert ("mode.set.valid", Status.PASS) not in by and ("mode.set.valid", Status.WARN) in by
+
+
+def test_a_report_names_the_commit_and_says_when_the_suite_code_differs_from_it(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from acp_conformance.plugin.reporter import _commit
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    (tmp_path / "acp_conformance").mkdir()
+    (tmp_path / "acp_conformance" / "x.py").write_text("A = 1\n")
+    (tmp_path / "notes.txt").write_text("n\n")
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
+    head = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
+    (tmp_path / "notes.txt").write_text("changed, but not the suite's code\n")
+    assert _commit(tmp_path) == head
+    (tmp_path / "acp_conformance" / "x.py").write_text("A = 2\n")
+    assert _commit(tmp_path) == f"{head}+modified"
