@@ -21,6 +21,7 @@ Findings become clause results in ``record_findings`` (``fuzz/_findings.py``).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from abc import ABC, abstractmethod
@@ -338,9 +339,17 @@ class FrameFuzzer(ABC):
                 self.stream_failures.append(failure)
 
     def _open(self) -> None:
-        self._cm = self._connect()
-        conn = self._cm.__enter__()
-        live = self._live = self.portal.call(self._prepare, conn)
+        cm = self._connect()
+        conn = cm.__enter__()
+        try:
+            live = self.portal.call(self._prepare, conn)
+        except BaseException as exc:
+            # Closed at once: left open, its tasks (and its process) would outlive the campaign in
+            # the loop the run's synchronous tests share (``ThreadHost``), whose end waits for them.
+            with contextlib.suppress(Exception):
+                cm.__exit__(type(exc), exc, exc.__traceback__)
+            raise
+        self._cm, self._live = cm, live
         live.baseline = frozenset((e.clause_id, e.message) for e in live.conn.peer.events if isinstance(e, Violation))
         self._dirty = False
         self._used = 0
@@ -903,8 +912,8 @@ def run_campaign(
     findings: list[Finding] = []
     with portal_for(harness) as portal:
         fuzzer = make_fuzzer(portal, budget)
-        fuzzer.start()
         try:
+            fuzzer.start()
 
             @hypothesis_settings(budget)
             @hypothesis_seed(budget.seed)

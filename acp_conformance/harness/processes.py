@@ -227,6 +227,9 @@ class ThreadHost:
     def __enter__(self) -> ThreadHost:
         try:
             portal = self._stack.enter_context(start_blocking_portal("asyncio"))
+            # Last before the thread is joined: a task a test left behind in this loop (a connection
+            # it never closed) is cancelled, not waited for: the run's end must not hang on it.
+            self._stack.callback(portal.call, portal.stop, True)
             self._stop = portal.call(anyio.Event)
             future, self.processes = portal.start_task(self._run)
             self._stack.callback(future.result)  # after the stop below (last in, first out)

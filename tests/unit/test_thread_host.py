@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 import anyio
@@ -76,3 +77,24 @@ def test_a_synchronous_test_gets_the_process_started_while_the_one_before_ran(
         left = last.transport.pid
     # Leaving it (the end of the run) tears every process down.
     assert not _alive(third) and not _alive(left)
+
+
+def test_a_connection_a_test_left_open_does_not_hang_the_end_of_the_run(
+    schema_validator: SchemaValidator, tmp_path: Path
+) -> None:
+    """A campaign that failed before closing its connection left the connection's tasks in the
+    shared loop, and the end of the run waited for them forever (a portal stops only once its tasks
+    are done): they are cancelled now, and the process goes with them."""
+    config = AgentConfig(command=AGENT, timeout=5, startup_timeout=30)
+    host = ThreadHost(config, tmp_path / "host", str(tmp_path)).__enter__()
+    assert host.portal is not None
+    acp = AgentHarness(config, schema_validator, tmp_path / "t", label="t", processes=host.processes, thread_host=host)
+    conn = live_connection(host.portal, acp, []).__enter__()  # never left: what the leaking campaign did
+    pid: int = conn.transport.pid
+    host.portal.start_task_soon(anyio.sleep_forever)
+    # The end of the run, watched from outside: a regression hangs that thread, not the test run.
+    end = threading.Thread(target=host.__exit__, args=(None, None, None), daemon=True)
+    end.start()
+    end.join(30)
+    assert not end.is_alive(), "the end of the run waited for tasks a test left behind"
+    assert not _alive(pid)
