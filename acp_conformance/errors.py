@@ -67,6 +67,9 @@ class PeerError(AcpError):
         #: or "" when it does: decided where the wait failed (``Peer.wait_response``), so that every
         #: judge that catches the error (a scripted test, the stateful machine) reads one answer.
         self.unproven = unproven
+        #: The clause the connection charged the silence to (``Peer._unanswered``), or "" when it
+        #: charged none (not proven, or the caller judges the silence itself).
+        self.charged = ""
 
     def describe(self, peer: str = "agent") -> str:
         """One line for a report: the message, how the process ended when known, its last

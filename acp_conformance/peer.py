@@ -222,6 +222,8 @@ class Peer:
         #: id key -> why.  Silence after one is a robustness finding
         #: (``jsonrpc.survives-invalid-input``), not a request left unanswered.
         self._forbidden: dict[tuple[str, Any], str] = {}
+        #: Our extension (``_``-prefixed) requests, by id key: a silence is ``ext.request.respond``'s.
+        self._extension: set[tuple[str, Any]] = set()
         #: What in a request of ours (method, params) the peer did not advertise, or None: set by
         #: the endpoint that knows its capabilities (``checks.gating.ungranted``).  Such a request
         #: is as forbidden as one the schema rejects.
@@ -299,6 +301,7 @@ class Peer:
         self.transcript, self.events = transcript, EventLog.of(seed)
         self.handlers, self.default_handler, self.listeners, self._watchers = {}, None, [], []
         self._responses, self._sent_seq, self._sent_count, self._forbidden = {}, {}, 0, {}
+        self._extension = set()
         self._strays.clear()
         self.wire_filter, self.tainted, self._unterminated_noted, self.searching = None, "", 0, False
         self.conn.begin_lease()
@@ -565,6 +568,10 @@ class Peer:
         key = jsonrpc.id_key(rid)
         self._responses.pop(key, None)  # an id reused later waits for its own answer
         self._forbidden.pop(key, None)
+        if method.startswith("_"):
+            self._extension.add(key)
+        else:
+            self._extension.discard(key)
         if issues:
             self._forbidden[key] = f"params the schema rejects: {issues[0].message} at {issues[0].path or '/'}"
         elif self.ungranted is not None and (gated := self.ungranted(method, params)):
@@ -646,9 +653,12 @@ class Peer:
                 unproven = self.why_unproven(rid)
                 if unproven:
                     msg += f"; {unproven}"
-                elif flag:
-                    self._unanswered(key, f"{msg}, though it answered {later} sent after it")
-                raise PeerExited(msg, None, self.stderr_tail(), read_proven=later is not None, unproven=unproven)
+                charged = ""
+                if not unproven and flag:
+                    charged = self._unanswered(key, f"{msg}, though it answered {later} sent after it")
+                exited = PeerExited(msg, None, self.stderr_tail(), read_proven=later is not None, unproven=unproven)
+                exited.charged = charged
+                raise exited
             left = deadline - loop.time()
             if left <= 0:
                 break
@@ -661,9 +671,10 @@ class Peer:
             # that does this to every request costs two deadlines, not one per test
             # (``DeadlineMemory``).
             msg += f"; {unproven}"
+        silence = PeerTimeout(msg, self.stderr_tail(), unproven=unproven)
         if flag:
-            self._missed(key, method, msg, limit, unanswered=not unproven)
-        raise PeerTimeout(msg, self.stderr_tail(), unproven=unproven)
+            silence.charged = self._missed(key, method, msg, limit, unanswered=not unproven)
+        raise silence
 
     async def _answer_or(self, key: tuple[str, Any], seconds: float) -> None:
         """Wait until the answer under ``key`` (or EOF) arrives or ``seconds`` pass.
@@ -766,32 +777,40 @@ class Peer:
                 return f"our request id {other[1]!r}"
         return None
 
-    def _missed(
-        self, key: tuple[str, Any], method: str, message: str, limit: float, *, unanswered: bool = True
-    ) -> None:
+    def _missed(self, key: tuple[str, Any], method: str, message: str, limit: float, *, unanswered: bool = True) -> str:
         """Our ``method`` request ``key`` went unanswered for ``limit`` seconds: ``_unanswered``
         (unless ``unanswered`` is false: ``strays_since``) and, for a full deadline (not a test's
         short observation window), one miss in the run's ``DeadlineMemory``: not for a forbidden
         request (``_forbidden``), whose silence says nothing of how the peer answers valid ones."""
-        if unanswered:
-            self._unanswered(key, message)
+        charged = self._unanswered(key, message) if unanswered else ""
         if self.deadlines is not None and limit >= self.timeout and key not in self._forbidden:
             self.deadlines.missed(method, self.where or "an earlier test", search=self.searching)
+        return charged
 
-    def _unanswered(self, key: tuple[str, Any], message: str) -> None:
-        """The one place a request of ours proven unanswered is charged: ``jsonrpc.every-request-
-        answered``, or, for one no conforming peer would send (``_forbidden``: sent so on purpose),
-        ``jsonrpc.survives-invalid-input``: a finding provoked by input the spec forbids us to send
-        is a robustness finding, never a MUST's."""
+    def _unanswered(self, key: tuple[str, Any], message: str) -> str:
+        """The one place a request of ours proven unanswered is charged, once, and to which clause
+        (returned):
+
+        * ``jsonrpc.survives-invalid-input`` for one no conforming peer would send (``_forbidden``:
+          sent so on purpose): a finding provoked by input the spec forbids us to send is a
+          robustness finding, never a MUST's;
+        * ``ext.request.respond`` for an extension (``_``-prefixed) request: extensibility.mdx's
+          MUST for exactly these, narrower than JSON-RPC's rule for every request;
+        * ``jsonrpc.every-request-answered`` for any other."""
         why = self._forbidden.get(key)
-        if why is None:
-            self.flag("jsonrpc.every-request-answered", message)
-        else:
-            self.flag(
-                "jsonrpc.survives-invalid-input",
+        if why is not None:
+            clause = "jsonrpc.survives-invalid-input"
+            message = (
                 f"{message}: sent on purpose, {why}; no conforming peer sends such a request, so its "
-                "silence is no jsonrpc.every-request-answered finding",
+                "silence is no jsonrpc.every-request-answered finding"
             )
+        elif key in self._extension:
+            clause = "ext.request.respond"
+            message = f"{message}: an extension (_-prefixed) request, which the receiver must answer as any other"
+        else:
+            clause = "jsonrpc.every-request-answered"
+        self.flag(clause, message)
+        return clause
 
     async def request(
         self,
@@ -873,12 +892,14 @@ class Peer:
                     self.stderr_tail(),
                 )
             if pending:
-                self._missed(
+                silence = PeerTimeout(f"no {what} within {limit:g} s{self._stall()}", self.stderr_tail())
+                silence.charged = self._missed(
                     jsonrpc.id_key(pending[0]),
                     awaiting,
                     f"no {what}, and no response to {awaiting} (id {pending[0]!r}), within {limit:g} s{self._stall()}",
                     limit,
                 )
+                raise silence
         raise PeerTimeout(f"no {what} within {limit:g} s{self._stall()}", self.stderr_tail())
 
     def _leave_slot(self) -> None:

@@ -159,6 +159,12 @@ CLIENT_TRAFFIC_CLAUSES = frozenset(
 )
 
 
+#: Narrower clause -> the broader one it refines: a silence to an extension request is
+#: ``ext.request.respond``'s finding (``Peer._unanswered``), one defect, one clause; the broader
+#: clause gets no PASS from that transcript either, which would deny the breach.
+NARROWER = {"ext.request.respond": "jsonrpc.every-request-answered"}
+
+
 #: Distinct messages reported per clause and transcript; the rest are counted.
 MAX_EXAMPLES_PER_CLAUSE = 20
 
@@ -236,6 +242,7 @@ def passive_results(
                 f"{n} more violation(s) of this clause not listed: only the first {max_examples} distinct messages are",
             )
         )
+    failed |= {broad for narrow, broad in NARROWER.items() if narrow in failed}
     for clause_id, (roles, exercised) in PASSIVE_CLAUSES.items():
         if clause_id in failed or peer_role not in roles or clause_id not in reg:
             continue

@@ -341,7 +341,14 @@ def _m_extension(draw: DrawFn, ctx: _MutationContext) -> Frame:
     msg["method"] = "_" + suffix
     msg["params"] = draw(_json(8, ctx.opts.unusual).map(lambda v: v if isinstance(v, dict) else {"value": v}))
     expect = (
-        Expect("required", frozenset({METHOD_NOT_FOUND}), result_ok=True, clause="ext.request.unknown")
+        Expect(
+            "required",
+            frozenset({METHOD_NOT_FOUND}),
+            result_ok=True,
+            clause="ext.request.unknown",
+            # Silence is extensibility.mdx's MUST for exactly these requests (as Peer._unanswered).
+            missing_clause="ext.request.respond",
+        )
         if "id" in msg
         else _NOTIFY
     )

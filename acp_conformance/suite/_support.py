@@ -50,22 +50,21 @@ def check_or_stop(h: HarnessBase, clause: str, ok: bool, expected: str, actual: 
         inconclusive(f"stopped after {clause} (expected {expected}; observed {actual}): the rest builds on it")
 
 
-def silence_judged_once(
-    h: HarnessBase, clause: str, expected: str, exc: PeerTimeout, *, against_spec: bool = False
-) -> None:
+def silence_judged_once(h: HarnessBase, clause: str, expected: str, exc: PeerTimeout) -> None:
     """One silence, one finding.  A request of ours left unanswered is charged once, by the
-    connection (``Peer._unanswered``): ``jsonrpc.every-request-answered``, or, for one we send on
-    purpose against the spec (``against_spec``: params the schema rejects, a method or mode the peer
+    connection (``Peer._unanswered``, which names the clause in ``exc.charged``):
+    ``jsonrpc.every-request-answered``; ``ext.request.respond`` for an extension request; or, for
+    one we send on purpose against the spec (params the schema rejects, a method or mode the peer
     did not advertise), ``jsonrpc.survives-invalid-input``, as the fuzz campaigns charge theirs
     (``Expect.missing_clause``).  Nothing at all when the silence is not proven (``exc.unproven``).
     ``clause``, about what the answer says (an error, its code), has no answer to judge:
     INCONCLUSIVE, not a second finding for the same silence."""
     if exc.unproven:
         whose = "not proven unanswered, so no clause is charged with it"
-    elif against_spec:
-        whose = "which is jsonrpc.survives-invalid-input's finding (a request sent on purpose against the spec)"
+    elif exc.charged:
+        whose = f"which is {exc.charged}'s finding"
     else:
-        whose = "which is jsonrpc.every-request-answered's finding"
+        whose = "which this wait charged to no clause"
     h.record(
         clause, Status.INCONCLUSIVE, f"expected {expected}; {exc.message}, {whose}: this clause judges answers only"
     )

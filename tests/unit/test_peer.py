@@ -132,6 +132,24 @@ async def test_wait_response_deadline_is_a_peer_timeout_and_a_violation() -> Non
                 await client.wait_response(rid, method="session/prompt", timeout=0.2)
             assert "session/prompt" in str(info.value) and "0.2" in str(info.value)
             assert [v.clause_id for v in client.violations()] == ["jsonrpc.every-request-answered"]
+            assert info.value.charged == "jsonrpc.every-request-answered"
+
+
+async def test_a_silence_to_an_extension_request_is_charged_once_to_ext_request_respond() -> None:
+    """extensibility.mdx's MUST for _-prefixed requests is the narrower clause: the silence is its
+    finding, not also jsonrpc.every-request-answered's; the error says which clause it went to."""
+
+    async def hold(req: Request) -> Any:
+        return NO_ANSWER
+
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+            agent.handlers["_held"] = hold
+            rid = await client.send_request("_held", {})
+            with pytest.raises(PeerTimeout) as info:
+                await client.wait_response(rid, method="_held", timeout=0.2)
+            assert [v.clause_id for v in client.violations()] == ["ext.request.respond"]
+            assert info.value.charged == "ext.request.respond"
 
 
 async def test_an_answer_under_an_id_we_never_sent_leaves_the_missing_answer_unproven() -> None:

@@ -269,3 +269,19 @@ def test_a_report_names_the_commit_and_says_when_the_suite_code_differs_from_it(
     assert _commit(tmp_path) == head
     (tmp_path / "acp_conformance" / "x.py").write_text("A = 2\n")
     assert _commit(tmp_path) == f"{head}+modified"
+
+
+def test_a_silence_to_an_extension_request_is_one_finding_of_the_narrower_clause() -> None:
+    """``ext.request.respond`` is the MUST for exactly these requests: the connection charges the
+    silence there, and the transcript gives ``jsonrpc.every-request-answered`` neither a second
+    FAIL nor a PASS that would deny it."""
+    from acp_conformance.checks import passive_results
+    from acp_conformance.core.events import Violation
+    from acp_conformance.transcript import Transcript
+
+    t = Transcript()
+    t.add("in", b'{"jsonrpc":"2.0","id":0,"result":{}}')
+    t.violation(Violation("ext.request.respond", "no response to _x/y (id 3) within 1 s", "error", None, None))
+    statuses = {(r.clause, r.status) for r in passive_results(t, "agent")}
+    assert ("ext.request.respond", Status.FAIL) in statuses
+    assert not [s for c, s in statuses if c == "jsonrpc.every-request-answered"]

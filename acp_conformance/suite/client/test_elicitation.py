@@ -101,10 +101,10 @@ async def test_an_unadvertised_mode_is_refused(acp_client: ClientHarness) -> Non
                 )
             acp_client.check("elicit.mode.unadvertised-error", code == ErrorCode.INVALID_PARAMS, expected, answer)
         else:
-            silence_judged_once(acp_client, "elicit.mode.unadvertised-error", expected, resp, against_spec=True)
+            silence_judged_once(acp_client, "elicit.mode.unadvertised-error", expected, resp)
             explicit = "no accept for an elicitation in a mode the client's elicitation object does not advertise"
             if declared:
-                silence_judged_once(acp_client, "elicit.capability.explicit", explicit, resp, against_spec=True)
+                silence_judged_once(acp_client, "elicit.capability.explicit", explicit, resp)
         await turn.end()
 
 
@@ -147,7 +147,7 @@ async def test_an_unknown_mode_is_not_handled_as_a_known_one(acp_client: ClientH
         resp = await _ask(acp_client, turn, "_acp_conformance_unknown_mode")
         if isinstance(resp, PeerTimeout):
             expected = "no accept with content for an elicitation of an unknown mode (an error, decline or cancel)"
-            silence_judged_once(acp_client, "elicit.unknown-mode", expected, resp, against_spec=True)
+            silence_judged_once(acp_client, "elicit.unknown-mode", expected, resp)
         else:
             result = resp.result if isinstance(resp.result, dict) else {}
             rendered = not resp.is_error and result.get("action") == "accept" and bool(result.get("content"))

@@ -135,12 +135,13 @@ async def test_every_agent_request_is_answered_once(acp_client: ClientHarness) -
                 f"answered: {[k for k, ok in answered.items() if ok]}; never answered: "
                 + "; ".join(f"{k} ({unread[k]})" if k in unread else k for k in missing),
             )
-        acp_client.check(
-            "ext.request.respond",
-            any(answered.values()),
-            "a response (with the request's id) to each extension request",
-            f"no answer within {acp_client.config.timeout:g} s to any of them",
-        )
+        # A plain id's silence is charged by the connection, to ext.request.respond (Peer._unanswered);
+        # an odd id's above, to jsonrpc.id-types: one defect, one clause.
+        plain_ids = [kind for kind in answered if kind.startswith("integer id")]
+        if plain_ids and all(answered[kind] for kind in plain_ids):
+            acp_client.record(
+                "ext.request.respond", Status.PASS, f"a response with the request's id under each of: {plain_ids}"
+            )
         # A second answer to any of them would show up by now (judged: jsonrpc.no-duplicate-response).
         await conn.agent.barrier()
         await turn.end()
