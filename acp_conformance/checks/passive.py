@@ -138,8 +138,11 @@ PASSIVE_CLAUSES: dict[str, tuple[tuple[str, ...], Predicate]] = {
 #: Clauses the suite's agent endpoint (``endpoints.agent``) judges on each client request of their
 #: kind, wherever it arrives: a breach is a violation on the request, a conforming request says
 #: so (``Transcript.conformed``), and ``passive_results`` turns that into the PASS, with what was
-#: seen.  Like the passive clauses, a test bound to one whose client sent no such request leaves it
-#: not exercised (the plugin's stream-level default), never a bare PASS.
+#: seen.  ``session.list.cursor-end`` is the one exception: its breach is flagged where the request
+#: arrives (``endpoints.listing``), but only its test, after an observation window, can say that no
+#: request came past the last page (``SessionPager.past_end``), and records the PASS.  Like the
+#: passive clauses, a test bound to one whose client sent no such request leaves it not exercised
+#: (the plugin's stream-level default), never a bare PASS.
 CLIENT_TRAFFIC_CLAUSES = frozenset(
     {
         "init.first",
