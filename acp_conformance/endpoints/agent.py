@@ -364,7 +364,8 @@ class AgentEndpoint:
             return
         clause = self.setup.gate_clause("session.mcp.transport-gated", "flag")
         kinds = [s.get("type", "stdio") if isinstance(s, dict) else None for s in servers]
-        withheld = [k for k in ("http", "sse") if not getattr(self.setup, f"mcp_{k}")]
+        offered = {"http": self.setup.mcp_http, "sse": self.setup.mcp_sse}
+        withheld = [k for k, ok in offered.items() if not ok]
         for kind in kinds:
             if kind in withheld:
                 self.flag(
