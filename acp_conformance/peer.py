@@ -228,6 +228,11 @@ class Peer:
         #: the endpoint that knows its capabilities (``checks.gating.ungranted``).  Such a request
         #: is as forbidden as one the schema rejects.
         self.ungranted: Callable[[str, Any], str | None] | None = None
+        #: A request of the peer's that we hold unanswered on purpose, said in words ("" when
+        #: none): set by the endpoint that holds (``ClientEndpoint.held_request``).  A peer that
+        #: answers nothing while its own request waits on us breaks ``jsonrpc.bidirectional``, or
+        #: never answers at all: only releasing tells the two apart (``why_unproven``).
+        self.holding: Callable[[], str] | None = None
         #: Responses whose id matched no request of ours (``Response.stray``), and answers without
         #: any id that the core took for responses which lost theirs: how many requests we had sent
         #: when each came, and its id (``IDLESS`` for the latter; ``strays_since``).
@@ -304,6 +309,7 @@ class Peer:
         self._extension = set()
         self._strays.clear()
         self.wire_filter, self.tainted, self._unterminated_noted, self.searching = None, "", 0, False
+        self.holding = None  # the next user's endpoint says what it holds (``harness.pool``)
         self.conn.begin_lease()
 
     def sent(self, key: tuple[str, Any]) -> bool:
@@ -752,10 +758,21 @@ class Peer:
           (a crash, a defect of its own, a deliberate quit) may never have read it;
         * a response under an id matching no request of ours came after ``rid`` was sent
           (``strays_since``): perhaps its answer under the wrong id, one breach, of the echo
-          clause (flagged on that response), not also a request left unanswered."""
+          clause (flagged on that response), not also a request left unanswered;
+        * we held a request of the peer's unanswered (``holding``): a peer that serves nothing
+          while its own request waits on us answers once we do.  That is one defect,
+          ``jsonrpc.bidirectional``'s, whose test releases the request to tell it from a request
+          never answered; the silence is not also a request left unanswered."""
         key = jsonrpc.id_key(rid)
         if self.closed.is_set() and self._answered_after(key) is None:
             return "nothing shows it had read the request (it answered nothing we sent after it)"
+        held = self.held_by_us()
+        if held:
+            return (
+                f"meanwhile we held a request of the peer's ({held}): a peer that waits on it answers only "
+                "once it is answered (jsonrpc.bidirectional's finding, judged by its own test), so no answer "
+                "is not proven"
+            )
         strays = self.strays_since(rid)
         if not strays:
             return ""
@@ -763,6 +780,10 @@ class Peer:
             f"{stray_words(strays[0])} came meanwhile: perhaps its answer under the wrong id or with its id "
             "lost (jsonrpc.response-id-echo), so no answer is not proven"
         )
+
+    def held_by_us(self) -> str:
+        """A request of the peer's we hold unanswered on purpose (``holding``), or ""."""
+        return self.holding() if self.holding is not None else ""
 
     def _answered_after(self, key: tuple[str, Any]) -> str | None:
         """A request of ours sent after ``key`` that the peer answered (``"id N"``), or None.
@@ -779,11 +800,13 @@ class Peer:
 
     def _missed(self, key: tuple[str, Any], method: str, message: str, limit: float, *, unanswered: bool = True) -> str:
         """Our ``method`` request ``key`` went unanswered for ``limit`` seconds: ``_unanswered``
-        (unless ``unanswered`` is false: ``strays_since``) and, for a full deadline (not a test's
+        (unless ``unanswered`` is false: ``why_unproven``) and, for a full deadline (not a test's
         short observation window), one miss in the run's ``DeadlineMemory``: not for a forbidden
-        request (``_forbidden``), whose silence says nothing of how the peer answers valid ones."""
+        request (``_forbidden``), whose silence says nothing of how the peer answers valid ones,
+        nor while we held a request of the peer's (``holding``), a silence we provoked."""
         charged = self._unanswered(key, message) if unanswered else ""
-        if self.deadlines is not None and limit >= self.timeout and key not in self._forbidden:
+        provoked = key in self._forbidden or bool(self.held_by_us())
+        if self.deadlines is not None and limit >= self.timeout and not provoked:
             self.deadlines.missed(method, self.where or "an earlier test", search=self.searching)
         return charged
 
@@ -892,12 +915,19 @@ class Peer:
                     self.stderr_tail(),
                 )
             if pending:
-                silence = PeerTimeout(f"no {what} within {limit:g} s{self._stall()}", self.stderr_tail())
+                unproven = self.why_unproven(pending[0])
+                msg = f"no {what}, and no response to {awaiting} (id {pending[0]!r}), within {limit:g} s{self._stall()}"
+                silence = PeerTimeout(
+                    f"no {what} within {limit:g} s{self._stall()}" + (f"; {unproven}" if unproven else ""),
+                    self.stderr_tail(),
+                    unproven=unproven,
+                )
                 silence.charged = self._missed(
                     jsonrpc.id_key(pending[0]),
                     awaiting,
-                    f"no {what}, and no response to {awaiting} (id {pending[0]!r}), within {limit:g} s{self._stall()}",
+                    msg + (f"; {unproven}" if unproven else ""),
                     limit,
+                    unanswered=not unproven,
                 )
                 raise silence
         raise PeerTimeout(f"no {what} within {limit:g} s{self._stall()}", self.stderr_tail())

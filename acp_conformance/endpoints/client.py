@@ -263,6 +263,7 @@ class ClientEndpoint:
         # A request the agent did not advertise (session/load without loadSession...) is one no
         # conforming client sends: the peer charges a silence after it as robustness.
         peer.ungranted = lambda method, params: ungranted(method, params, self.agent_capabilities, peer="agent")
+        peer.holding = self.held_request
         self.permission_calls: list[PermissionCall] = []
         self.permission_arrived = anyio.Event()
         #: Sessions whose running turn we cancelled: permission requests arriving for them are
@@ -364,17 +365,30 @@ class ClientEndpoint:
         ``terminal/*`` request held with ``hold_methods``): an agent waiting for our answer
         cannot have finished its turn.  Or a probe's reason (a scripted model stream the
         suite controls, still open)."""
-        for call in self.permission_calls:
-            if call.session_id == session_id and call.outcome is None:
-                return f"its session/request_permission (id {call.request.id!r}) was unanswered, held by the suite"
-        for held in self.held:
-            if held.session_id == session_id and not held.released:
-                return f"its {held.request.method} (id {held.request.id!r}) was unanswered, held by the suite"
+        held = self._held_request(session_id)
+        if held:
+            return held
         for probe in self.hold_probes:
             reason = probe()
             if reason:
                 return reason
         return None
+
+    def held_request(self) -> str:
+        """A request of the agent's, in any session, that we hold unanswered ("" when none):
+        ``Peer.holding``, by which a silence meanwhile is no proof that the agent never answers."""
+        return self._held_request(None)
+
+    def _held_request(self, session_id: Any) -> str:
+        """The first request of the agent's (of ``session_id``, or of any session when None) that
+        the suite holds unanswered, said as ``holding`` says it; "" when none."""
+        for call in self.permission_calls:
+            if call.outcome is None and session_id in (None, call.session_id):
+                return f"its session/request_permission (id {call.request.id!r}) was unanswered, held by the suite"
+        for held in self.held:
+            if not held.released and session_id in (None, held.session_id):
+                return f"its {held.request.method} (id {held.request.id!r}) was unanswered, held by the suite"
+        return ""
 
     async def wait_held(self, timeout: float | None = None, index: int = 0) -> HeldRequest:
         """Wait for the ``index``-th held request of this connection."""

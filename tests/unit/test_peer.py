@@ -14,7 +14,7 @@ from acp_conformance.core.connection import Role
 from acp_conformance.core.events import Event, Notification, Request, Response, Violation
 from acp_conformance.endpoints.client import ClientEndpoint
 from acp_conformance.errors import LocalProtocolError, PeerExited, PeerTimeout, RpcError
-from acp_conformance.peer import IDLESS, NO_ANSWER, HandlerError, Peer
+from acp_conformance.peer import IDLESS, NO_ANSWER, DeadlineMemory, HandlerError, Peer
 from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transport import MemoryTransport, memory_pair
 
@@ -150,6 +150,55 @@ async def test_a_silence_to_an_extension_request_is_charged_once_to_ext_request_
                 await client.wait_response(rid, method="_held", timeout=0.2)
             assert [v.clause_id for v in client.violations()] == ["ext.request.respond"]
             assert info.value.charged == "ext.request.respond"
+
+
+async def test_a_silence_while_we_hold_the_peers_request_is_unproven_and_charged_to_no_clause() -> None:
+    """An agent that serves nothing while its own request waits on us answers once we answer it:
+    one defect, jsonrpc.bidirectional's (judged by its test, which releases).  A silence meanwhile
+    is not also a request left unanswered, nor a deadline the run remembers against the method;
+    once nothing is held, a silence is charged as before."""
+    answered = anyio.Event()
+
+    async def serial(req: Request) -> Any:
+        await answered.wait()  # nothing served while the permission request waits on the client
+        return {"sessionId": SID}
+
+    with anyio.fail_after(10):
+        async with connected(timeout=0.2) as (client, agent, _):
+            endpoint = ClientEndpoint(client, permission="hold")
+            client.deadlines = DeadlineMemory()
+            agent.handlers["session/new"] = serial
+            perm = {
+                "sessionId": SID,
+                "toolCall": {"toolCallId": "t1"},
+                "options": [{"optionId": "ok", "name": "Allow", "kind": "allow_once"}],
+            }
+
+            async def ask() -> None:
+                await agent.request("session/request_permission", perm)
+                answered.set()
+
+            agent.start_soon(ask)
+            await endpoint.wait_permission()
+            rid = await client.send_request("session/new", NEW_SESSION)
+            with pytest.raises(PeerTimeout) as info:
+                await client.wait_response(rid, method="session/new")
+            assert "session/request_permission (id 0)" in info.value.unproven
+            assert "jsonrpc.bidirectional" in str(info.value)
+            assert info.value.charged == "" and client.violations() == []
+            assert not client.deadlines.misses  # a silence we provoked cuts no later test short
+            with pytest.raises(PeerTimeout) as waited:
+                await client.wait_for(lambda e: False, what="nothing", awaiting="session/new")
+            assert waited.value.unproven and client.violations() == []
+            # Released: the answer comes, late but not missing.
+            await endpoint.answer_permission(endpoint.permission_calls[0], {"outcome": "cancelled"})
+            assert (await client.wait_response(rid, method="session/new", timeout=5)).result == {"sessionId": SID}
+            # Nothing held now: a silence is a request left unanswered again.
+            agent.handlers["session/new"] = lambda req: anyio.sleep_forever()
+            late = await client.send_request("session/new", NEW_SESSION)
+            with pytest.raises(PeerTimeout) as info:
+                await client.wait_response(late, method="session/new")
+            assert info.value.charged == "jsonrpc.every-request-answered" and not info.value.unproven
 
 
 async def test_an_answer_under_an_id_we_never_sent_leaves_the_missing_answer_unproven() -> None:
