@@ -132,7 +132,6 @@ KNOWN_UNPROVEN_CLIENT: set[str] = {
     "cap.custom-meta",
     "ext.meta.no-assumptions",
     "ext.request.unknown",
-    "jsonrpc.bidirectional",
     "prompt.content-gated",
 }
 

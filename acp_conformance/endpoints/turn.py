@@ -148,9 +148,14 @@ class PromptTurn:
         self.endpoint.permissions.append(answer)
         return answer
 
-    async def wait_permission(self, answer: PermissionAnswer, timeout: float | None = None) -> PermissionAnswer:
-        """Wait for the client's answer and judge it (shape, offered option, cancelled)."""
-        resp = await self.peer.wait_response(answer.request_id, method="session/request_permission", timeout=timeout)
+    async def wait_permission(
+        self, answer: PermissionAnswer, timeout: float | None = None, *, flag: bool = True
+    ) -> PermissionAnswer:
+        """Wait for the client's answer and judge it (shape, offered option, cancelled).
+        ``flag``: as ``Peer.wait_response``'s (false: the caller judges a silence itself)."""
+        resp = await self.peer.wait_response(
+            answer.request_id, method="session/request_permission", timeout=timeout, flag=flag
+        )
         answer.response = resp
         await self.endpoint.judge_permission(answer)
         return answer

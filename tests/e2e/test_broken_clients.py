@@ -60,8 +60,6 @@ def needs_fuzzing(name: str, breaks: str) -> bool:
 #: Client clauses bound to a check that no broken client can violate alone, and why.
 KNOWN_UNPROVEN = {
     "cancel.client-may": "MAY: a client that cannot cancel is NOT_APPLICABLE (no cancel action), never a FAIL",
-    "jsonrpc.bidirectional": "a client that cannot answer during its own pending prompt fails the permission "
-    "tests first (jsonrpc.every-request-answered)",
     "ext.meta.no-assumptions": "needs a client that behaves differently on _meta values it did not define; "
     "the check is a PASS-only observation today",
     "cap.custom-meta": "unknown _meta keys in capabilities only matter if the client reads them",

@@ -16,6 +16,7 @@ and session setup; fs; permission; terminal; fuzz); this file merges them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import subprocess
@@ -32,7 +33,7 @@ if __name__ == "__main__":  # run as a file: make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from acp_conformance.core.events import Notification, Request, Response
-from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
+from acp_conformance.peer import NO_ANSWER, HandlerError, Peer, PeerError
 from acp_conformance.transport.process import ProcessTransport
 from mock_client import MockClient
 from mock_client.cli import main
@@ -211,6 +212,36 @@ class DuplicatePermissionAnswer(FilteredClient):
         if "method" not in msg and isinstance(result, dict) and "outcome" in result:
             return orjson.dumps(msg) + b"\n" + orjson.dumps(msg) + b"\n"
         return msg
+
+
+class ServesNothingWhilePrompting(MockClient):
+    """Answers a permission request only once its own session/prompt has been answered (then
+    with the policy's option, as the reference client does), and before it goes on: the client
+    half of jsonrpc.bidirectional broken, for the one request every turn-taking client serves."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deferred: list[anyio.Event] = []
+
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        done = anyio.Event()
+        self._deferred.append(done)
+        try:
+            while self.peer.conn.pending_outgoing:
+                for rid, method in self.peer.conn.pending_outgoing:
+                    with contextlib.suppress(PeerError):
+                        await self.peer.wait_response(rid, method=method, flag=False)
+            return await default(req)  # the endpoint has handed its answer to the writer
+        finally:
+            done.set()
+
+    async def run_turn(self, session_id: str, text: str) -> dict[str, Any]:
+        record = await super().run_turn(session_id, text)
+        with anyio.move_on_after(self.options.timeout):
+            for done in self._deferred:
+                await done.wait()
+        await self.peer.drain()
+        return record
 
 
 class NeverAnswersPermission(MockClient):
@@ -523,6 +554,18 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
         "error without any id too, where JSON-RPC wants id null: a robustness WARN (zed's codex-acp does the same)",
     ),
     "duplicate-permission-answer": Breakage(DuplicatePermissionAnswer, "jsonrpc.no-duplicate-response"),
+    # The permission test answers the client's prompt when no answer came within the deadline: the
+    # answer that follows proves the client waited for us (jsonrpc.bidirectional).  The other tests
+    # that ask permission during a turn do not: their silences are charged as unanswered.  The suite
+    # plays the agent there, and the client's prompt pending with us is every turn's normal state,
+    # not a request we hold on purpose (``Peer.holding`` is the agent-side rule).
+    "serves-nothing-while-prompting": Breakage(
+        ServesNothingWhilePrompting,
+        "jsonrpc.bidirectional",
+        also=frozenset({"jsonrpc.every-request-answered"}),
+        why_also="the other tests that ask permission during a turn wait for the answer only within the "
+        "deadline, with the client's prompt still pending: that silence is charged as unanswered",
+    ),
     "never-answers-permission": Breakage(NeverAnswersPermission, "jsonrpc.every-request-answered"),
     "confused-by-duplicate-prompt-response": Breakage(
         ConfusedByDuplicatePromptResponse,

@@ -7,7 +7,7 @@ import pytest
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Request
 from acp_conformance.endpoints.agent import DEFAULT_OPTIONS
-from acp_conformance.errors import PeerError
+from acp_conformance.errors import PeerError, PeerTimeout
 from acp_conformance.harness.client import ClientHarness
 from acp_conformance.results import Status
 from acp_conformance.suite._support import unless_answered_elsewhere
@@ -38,13 +38,28 @@ async def test_permission_answer_is_an_offered_option(acp_client: ClientHarness)
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
         tcid = await turn.tool_call("Run `make test`", kind="execute")
-        answer = await turn.request_permission(tcid, ODD_OPTIONS)
-        acp_client.check(
-            "jsonrpc.bidirectional",
-            answer.response is not None and not turn.answered,
-            "an answer to the agent's request while the client's own session/prompt is pending",
-            answer.describe(),
-        )
+        answer = await turn.send_permission(tcid, ODD_OPTIONS)
+        expected = "an answer to the agent's request while the client's own session/prompt is pending"
+        try:
+            # Not flagged: the answer may still come once we answer the client's prompt (judged below).
+            await turn.wait_permission(answer, flag=False)
+        except PeerTimeout:
+            # The clock alone proves nothing: an answer that comes only once we answer the client's
+            # session/prompt shows it waited for us; one that never comes is
+            # jsonrpc.every-request-answered's (this wait's finding).
+            window = conn.peer.timeout
+            await turn.end()
+            await turn.wait_permission(answer)
+            acp_client.check(
+                "jsonrpc.bidirectional",
+                False,
+                expected,
+                f"no answer within {window:g} s while its session/prompt (id {turn.request.id!r}) was pending; "
+                f"{answer.describe()} only once we had answered that prompt: it waited for us",
+                stop=False,
+            )
+        else:
+            acp_client.check("jsonrpc.bidirectional", True, expected, answer.describe())
         acp_client.check(
             "perm.response.shape",
             answer.kind in ("selected", "cancelled"),
@@ -58,7 +73,8 @@ async def test_permission_answer_is_an_offered_option(acp_client: ClientHarness)
                 "the optionId of one of the offered options",
                 f"optionId {answer.option_id!r}",
             )
-        await turn.tool_update(tcid, "completed" if answer.option_kind == "allow_once" else "failed")
+        if not turn.answered:  # nothing of a turn after its answer (prompt.updates.before-response)
+            await turn.tool_update(tcid, "completed" if answer.option_kind == "allow_once" else "failed")
         await turn.end("cancelled" if conn.agent.cancelled(turn.session_id) else "end_turn")
 
 
