@@ -11,7 +11,6 @@ import anyio
 import pytest
 
 from acp_conformance.core.events import Response
-from acp_conformance.core.jsonrpc import id_key
 from acp_conformance.endpoints.agent import PromptTurn
 from acp_conformance.errors import PeerError
 from acp_conformance.harness.client import ClientConnection, ClientHarness
@@ -194,17 +193,12 @@ async def test_terminal_kill_keeps_the_id(acp_client: ClientHarness) -> None:
 
 
 async def _response_within(conn: ClientConnection, rid: Any, limit: float) -> Response | None:
-    """The response to our request ``rid``, or None after ``limit`` s (a late answer is no missing one)."""
-    key = id_key(rid)
-    with anyio.move_on_after(limit):
-        while True:
-            for e in conn.peer.events:
-                if isinstance(e, Response) and id_key(e.id) == key and e.method is not None:
-                    return e
-            if conn.peer.closed.is_set():
-                return None
-            await conn.peer.quiet_for(limit, lambda e: isinstance(e, Response), start=len(conn.peer.events))
-    return None
+    """The answer to our ``terminal/create`` ``rid``, or None after ``limit`` s or the client's EOF:
+    not flagged (a late answer is no missing one; the caller judges a silence)."""
+    try:
+        return await conn.peer.wait_response(rid, method="terminal/create", timeout=limit, flag=False)
+    except PeerError:
+        return None
 
 
 async def _wait_for_file(path: Path, limit: float) -> str | None:
