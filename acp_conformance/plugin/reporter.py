@@ -127,7 +127,9 @@ def _commit(root: Path | None = None) -> str | None:
         out = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5)
         code = ["acp_conformance", "mock_agent", "mock_client", "scenarios"]
         dirty = subprocess.run(
-            [*git, "status", "--porcelain", "--untracked-files=no", "--", *code],
+            # Untracked files count (a new module judges as much as a changed one); ignored ones
+            # (__pycache__) do not.
+            [*git, "status", "--porcelain", "--untracked-files=normal", "--", *code],
             capture_output=True,
             text=True,
             timeout=5,

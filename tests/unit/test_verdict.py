@@ -261,12 +261,20 @@ def test_a_report_names_the_commit_and_says_when_the_suite_code_differs_from_it(
     (tmp_path / "acp_conformance").mkdir()
     (tmp_path / "acp_conformance" / "x.py").write_text("A = 1\n")
     (tmp_path / "notes.txt").write_text("n\n")
+    (tmp_path / ".gitignore").write_text("__pycache__/\n")
     subprocess.run([*git, "init", "-q"], check=True)
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
     head = subprocess.run([*git, "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True).stdout.strip()
     (tmp_path / "notes.txt").write_text("changed, but not the suite's code\n")
+    (tmp_path / "scratch.py").write_text("new, but not the suite's code\n")
+    (tmp_path / "acp_conformance" / "__pycache__").mkdir()
+    (tmp_path / "acp_conformance" / "__pycache__" / "x.pyc").write_bytes(b"ignored")
     assert _commit(tmp_path) == head
+    # A file of the suite not yet added to git judges as much as a changed one.
+    (tmp_path / "acp_conformance" / "new.py").write_text("B = 1\n")
+    assert _commit(tmp_path) == f"{head}+modified"
+    (tmp_path / "acp_conformance" / "new.py").unlink()
     (tmp_path / "acp_conformance" / "x.py").write_text("A = 2\n")
     assert _commit(tmp_path) == f"{head}+modified"
 
