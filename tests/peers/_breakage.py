@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from acp_conformance.core import jsonrpc
-from acp_conformance.peer import Peer
+from acp_conformance.peer import Peer, PeerError
 from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent
 from mock_client import MockClient
 
-__all__ = ["Breakage", "Filtered", "FilteredClient", "Json", "frame_filter"]
+__all__ = ["Breakage", "Filtered", "FilteredClient", "Json", "frame_filter", "own_requests_answered"]
 
 Json = dict[str, Any]
+
+
+async def own_requests_answered(peer: Peer) -> None:
+    """Return once no request of ours to ``peer`` is pending: how a peer that serves one direction
+    at a time (jsonrpc.bidirectional broken, either role) waits before it serves anything."""
+    while peer.conn.pending_outgoing:
+        for rid, method in peer.conn.pending_outgoing:
+            with contextlib.suppress(PeerError):
+                await peer.wait_response(rid, method=method, flag=False)
 
 
 def frame_filter(agent: MockAgent, fn: Callable[[dict[str, Any]], Any]) -> None:

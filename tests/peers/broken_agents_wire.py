@@ -10,16 +10,14 @@ Merged into ``BREAKAGES`` by ``broken_agents.py`` (run them through it).
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from acp_conformance.core import jsonrpc
 from acp_conformance.core.events import Request
-from acp_conformance.errors import PeerError
 from acp_conformance.peer import HandlerError, Peer
 from mock_agent import MockAgent, Session, Turn
-from tests.peers._breakage import Breakage, Json
+from tests.peers._breakage import Breakage, Json, own_requests_answered
 
 REQUEST_CANCELLED = -32800
 
@@ -193,15 +191,9 @@ class ServesNothingWhileWaiting(MockAgent):
     def install_handlers(self, peer: Peer) -> None:
         super().install_handlers(peer)
 
-        async def idle() -> None:
-            while peer.conn.pending_outgoing:
-                for rid, method in peer.conn.pending_outgoing:
-                    with contextlib.suppress(PeerError):
-                        await peer.wait_response(rid, method=method, flag=False)
-
         def serial(fn: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], Awaitable[Any]]:
             async def handler(req: Request) -> Any:
-                await idle()
+                await own_requests_answered(peer)
                 return await fn(req)
 
             return handler

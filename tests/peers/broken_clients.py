@@ -16,7 +16,6 @@ and session setup; fs; permission; terminal; fuzz); this file merges them.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import os
 import subprocess
@@ -33,11 +32,11 @@ if __name__ == "__main__":  # run as a file: make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from acp_conformance.core.events import Notification, Request, Response
-from acp_conformance.peer import NO_ANSWER, HandlerError, Peer, PeerError
+from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
 from acp_conformance.transport.process import ProcessTransport
 from mock_client import MockClient
 from mock_client.cli import main
-from tests.peers._breakage import Breakage, FilteredClient, Json
+from tests.peers._breakage import Breakage, FilteredClient, Json, own_requests_answered
 
 
 def _is_ext_request(msg: Json) -> bool:
@@ -227,10 +226,7 @@ class ServesNothingWhilePrompting(MockClient):
         done = anyio.Event()
         self._deferred.append(done)
         try:
-            while self.peer.conn.pending_outgoing:
-                for rid, method in self.peer.conn.pending_outgoing:
-                    with contextlib.suppress(PeerError):
-                        await self.peer.wait_response(rid, method=method, flag=False)
+            await own_requests_answered(self.peer)
             return await default(req)  # the endpoint has handed its answer to the writer
         finally:
             done.set()
