@@ -643,7 +643,8 @@ class Peer:
     ) -> Response:
         """The response to our request ``rid``.  No answer by the deadline (or before the peer
         closed its output) is ``PeerTimeout`` / ``PeerExited`` and, unless ``flag`` is false (a
-        caller that judges the silence itself), a ``jsonrpc.every-request-answered`` violation."""
+        caller that judges the silence itself), a violation of the clause ``_unanswered`` picks
+        (``charged``), or none when ``why_unproven`` says the silence is not proven."""
         key = jsonrpc.id_key(rid)
         limit = self.timeout if timeout is None else timeout
         self._leave_slot()
