@@ -502,7 +502,9 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
         status="WARN",
         quiet=frozenset({"elicit.mode.unadvertised-error"}),
     ),
-    "form-answer-without-action": Breakage(FormAnswerWithoutAction, "elicit.response.shape"),
+    "form-answer-without-action": Breakage(
+        FormAnswerWithoutAction, "elicit.response.shape", scenario="client-elicit-form"
+    ),
     "empty-elicitation-means-form": Breakage(
         EmptyElicitationMeansForm,
         "elicit.capability.explicit",
