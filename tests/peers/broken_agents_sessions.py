@@ -407,6 +407,21 @@ class PromptToUnknownSessionSucceeds(MockAgent):
         return await super().handle_prompt(req)
 
 
+class HangsOnPromptsToUnknownSessions(MockAgent):
+    async def handle_prompt(self, req: Request) -> Any:
+        sid = self.params_of(req).get("sessionId")
+        if sid not in self.sessions:
+            return NO_ANSWER
+        return await super().handle_prompt(req)
+
+
+class HangsOnLoadsOfUnknownSessions(MockAgent):
+    async def handle_load_session(self, req: Request) -> Any:
+        if self.params_of(req).get("sessionId") not in self.sessions:
+            return NO_ANSWER
+        return await super().handle_load_session(req)
+
+
 class UnknownSessionInvalidParams(MockAgent):
     def unknown_session(self, session_id: Any, code: int = INVALID_PARAMS) -> HandlerError:
         return HandlerError(INVALID_PARAMS, f"invalid sessionId {session_id!r}")
@@ -509,6 +524,13 @@ class AcceptsUnknownAuthMethod(MockAgent):
     async def handle_authenticate(self, req: Request) -> Any:
         self._string(self.params_of(req), "methodId", "authenticate")  # still -32602 without one
         return {}
+
+
+class HangsOnUnknownAuthMethods(MockAgent):
+    async def handle_authenticate(self, req: Request) -> Any:
+        if self.params_of(req).get("methodId") not in {m.get("id") for m in self.auth_methods()}:
+            return NO_ANSWER
+        return await super().handle_authenticate(req)
 
 
 class UngatedTerminalAuth(MockAgent):
@@ -666,6 +688,34 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         why="a success is also not the -32002 an unknown session should get (a WARN)",
     ),
     "unknown-session-invalid-params": _b(UnknownSessionInvalidParams, "error.resource-not-found", "WARN"),
+    # A silence to a request naming what the agent does not know is one finding, the unanswered
+    # request's: the clauses about which error it should have been stay quiet (INCONCLUSIVE where
+    # judged, ``silence_judged_once``), never a second FAIL or WARN for the same silence.
+    "hangs-on-prompts-to-unknown-sessions": Breakage(
+        HangsOnPromptsToUnknownSessions,
+        "jsonrpc.every-request-answered",
+        also=frozenset({"jsonrpc.survives-invalid-input", "jsonrpc.parse-error"}),
+        why_also="the fuzz campaigns' prompts name an unknown session: those the schema rejects go unanswered too "
+        "(a robustness finding), and so does one nested 600 deep, which a receiver may refuse to parse: its "
+        "silence is taken for a missing -32700 (a SHOULD), the campaign cannot tell why it came",
+        says="no response to session/prompt",
+        quiet=frozenset({"prompt.unknown-session", "error.resource-not-found"}),
+    ),
+    "hangs-on-loads-of-unknown-sessions": Breakage(
+        HangsOnLoadsOfUnknownSessions,
+        "jsonrpc.every-request-answered",
+        also=frozenset({"jsonrpc.survives-invalid-input"}),
+        why_also="the fuzz campaigns' session/load frames the schema rejects name unknown sessions and go "
+        "unanswered too: a robustness finding",
+        says="no response to session/load",
+        quiet=frozenset({"error.resource-not-found"}),
+    ),
+    "hangs-on-unknown-auth-methods": Breakage(
+        HangsOnUnknownAuthMethods,
+        "jsonrpc.every-request-answered",
+        says="no response to authenticate",
+        quiet=frozenset({"auth.authenticate.unknown-id"}),
+    ),
     "non-underscore-extension": _b(NonUnderscoreExtension, "ext.method.underscore", "WARN"),
     "custom-root-field": _b(CustomRootField, "ext.no-root-fields"),
     "withdrawn-models-field": _b(WithdrawnModelsField, "ext.withdrawn-draft-field", "WARN"),
