@@ -917,16 +917,12 @@ class Peer:
                 )
             if pending:
                 unproven = self.why_unproven(pending[0])
-                msg = f"no {what}, and no response to {awaiting} (id {pending[0]!r}), within {limit:g} s{self._stall()}"
-                silence = PeerTimeout(
-                    f"no {what} within {limit:g} s{self._stall()}" + (f"; {unproven}" if unproven else ""),
-                    self.stderr_tail(),
-                    unproven=unproven,
-                )
+                why = f" within {limit:g} s{self._stall()}" + (f"; {unproven}" if unproven else "")
+                silence = PeerTimeout(f"no {what}{why}", self.stderr_tail(), unproven=unproven)
                 silence.charged = self._missed(
                     jsonrpc.id_key(pending[0]),
                     awaiting,
-                    msg + (f"; {unproven}" if unproven else ""),
+                    f"no {what}, and no response to {awaiting} (id {pending[0]!r}),{why}",
                     limit,
                     unanswered=not unproven,
                 )
