@@ -1,6 +1,7 @@
 """Command line of the mock agent: ``python -m mock_agent [options]``.
 
-Broken test agents reuse it: ``main(argv, agent_cls=MyBrokenAgent)``.
+Broken test agents reuse it: ``main(argv, agent_cls=MyBrokenAgent)`` returns the exit
+status, ``run(argv, agent_cls=MyBrokenAgent)`` is the process's last act (no teardown).
 Start-up is kept lean (the client measures time to the ``initialize``
 answer): the schema is located and compiled only when validating, and
 nothing heavier than the protocol core is imported.
@@ -12,16 +13,17 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import anyio
 
+from acp_conformance._util import run_as_program
 from mock_agent.agent import AGENT_NAME, PROMPT_KEYWORDS, MockAgent
 
 if TYPE_CHECKING:
     from acp_conformance.schema.validator import SchemaValidator
 
-__all__ = ["build_parser", "load_validator", "main"]
+__all__ = ["build_parser", "load_validator", "main", "run"]
 
 log = logging.getLogger("mock_agent")
 
@@ -132,3 +134,13 @@ def main(argv: Sequence[str] | None = None, *, agent_cls: type[MockAgent] = Mock
         log.exception("the mock agent crashed")
         return 1
     return int(getattr(agent, "exit_status", 0))
+
+
+def run(argv: Sequence[str] | None = None, *, agent_cls: type[MockAgent] = MockAgent) -> NoReturn:
+    """``main`` as the process's whole life: ``python -m mock_agent`` and the test agents.
+
+    It exits without the interpreter's teardown (``run_as_program``): the process is started
+    for every test of a certification run, and the teardown cost more CPU than most tests'
+    work.  Call ``main`` instead to get the status back in a process that goes on.
+    """
+    run_as_program(lambda: main(argv, agent_cls=agent_cls))

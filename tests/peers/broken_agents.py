@@ -27,7 +27,7 @@ from acp_conformance.core.events import Event, Notification, Request, Response
 from acp_conformance.peer import NO_ANSWER, HandlerError, Peer, RequestHandler
 from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent, Session, Turn
-from mock_agent.cli import main
+from mock_agent.cli import run
 from tests.peers._breakage import Breakage, Filtered, Json
 
 _Filtered = Filtered
@@ -839,4 +839,4 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in BREAKAGES:
         print(f"usage: {sys.argv[0]} NAME [mock_agent options]; NAME one of: {', '.join(BREAKAGES)}", file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[2:], agent_cls=BREAKAGES[sys.argv[1]].peer))
+    run(sys.argv[2:], agent_cls=BREAKAGES[sys.argv[1]].peer)

@@ -24,7 +24,7 @@ if __name__ == "__main__":  # run as a file: make the repository root importable
 from acp_conformance.core.events import Request
 from acp_conformance.peer import NO_ANSWER, HandlerError
 from mock_agent import PROBE_FILE, MockAgent, Session
-from mock_agent.cli import main
+from mock_agent.cli import run
 from tests.peers._breakage import Breakage, Json
 
 INVALID_PARAMS = -32602
@@ -769,4 +769,4 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in AGENTS:
         print(f"usage: {sys.argv[0]} NAME [mock_agent options]; NAME one of: {', '.join(AGENTS)}", file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[2:], agent_cls=AGENTS[sys.argv[1]]))
+    run(sys.argv[2:], agent_cls=AGENTS[sys.argv[1]])

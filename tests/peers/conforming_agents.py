@@ -28,7 +28,7 @@ from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
 from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent, Turn
 from mock_agent.agent import AgentLog, AgentPeer
-from mock_agent.cli import main
+from mock_agent.cli import run
 from tests.peers._quirks import MetaOnSent, SplitSends, StringIds, with_meta
 
 Json = dict[str, Any]
@@ -344,4 +344,4 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in AGENTS:
         print(f"usage: {sys.argv[0]} NAME [mock_agent options]; NAME one of: {', '.join(AGENTS)}", file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[2:], agent_cls=AGENTS[sys.argv[1]]))
+    run(sys.argv[2:], agent_cls=AGENTS[sys.argv[1]])

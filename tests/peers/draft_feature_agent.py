@@ -17,7 +17,7 @@ if __name__ == "__main__":  # run as a file: make the repository root importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from mock_agent.agent import MockAgent
-from mock_agent.cli import main
+from mock_agent.cli import run
 
 
 class DraftFeatureAgent(MockAgent):
@@ -29,4 +29,4 @@ class DraftFeatureAgent(MockAgent):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:], agent_cls=DraftFeatureAgent))
+    run(sys.argv[1:], agent_cls=DraftFeatureAgent)

@@ -42,7 +42,7 @@ from acp_conformance.errors import PeerExited
 from acp_conformance.peer import Peer
 from acp_conformance.transport.base import Transport
 from mock_agent import AgentPeer, MockAgent
-from mock_agent.cli import main
+from mock_agent.cli import run
 
 
 def lone_surrogates(data: bytes) -> bool:
@@ -178,4 +178,4 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in AGENTS:
         print(f"usage: {sys.argv[0]} NAME [mock_agent options]; NAME one of: {', '.join(AGENTS)}", file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(sys.argv[2:], agent_cls=AGENTS[sys.argv[1]]))
+    run(sys.argv[2:], agent_cls=AGENTS[sys.argv[1]])
