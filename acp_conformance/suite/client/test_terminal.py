@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import select
 import shlex
+import signal
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from acp_conformance._proctree import pidfd, signal_if_same, stat
 from acp_conformance.core.events import Response
 from acp_conformance.endpoints.agent import PromptTurn
 from acp_conformance.errors import PeerError
@@ -212,16 +215,53 @@ async def _wait_for_file(path: Path, limit: float) -> str | None:
     return None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+class _Watched:
+    """A process of the client's, watched for its end from before we ask the client to end it.
+
+    A pidfd, opened while the pid still names the command: readable once that process has ended
+    (a zombie its parent has not reaped included), never another process's if the pid is recycled,
+    and an event to wait on.  Where the kernel has no pidfds, /proc (or ``kill(pid, 0)``) is polled.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.proc = stat(pid)
         try:
-            os.kill(pid, 0)
+            self.fd = pidfd(self.proc) if self.proc is not None else None
+        except OSError:
+            self.fd = None
+
+    def alive(self) -> bool:
+        if self.fd is not None:
+            return not select.select([self.fd], [], [], 0)[0]
+        now = stat(self.pid)
+        if now is not None:
+            return now.state != "Z" and (self.proc is None or now.start == self.proc.start)
+        try:
+            os.kill(self.pid, 0)
         except OSError:
             return False
         return True
-    return state != "Z"
+
+    async def ended_within(self, limit: float) -> bool:
+        with anyio.move_on_after(limit):
+            if self.fd is not None:
+                await anyio.wait_readable(self.fd)
+            else:
+                while self.alive():
+                    await anyio.sleep(0.05)  # no pidfd: no event for another process's end
+        return not self.alive()
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            signal_if_same(self.proc, signal.SIGKILL)
+        elif self.alive():
+            os.kill(self.pid, signal.SIGKILL)
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 @pytest.mark.acp_clause("term.release.kills")
@@ -241,19 +281,22 @@ async def test_release_kills_a_running_command(acp_client: ClientHarness) -> Non
             await turn.end()
             got = (created.result or created.error) if created is not None else "no answer in time"
             inconclusive(f"the command did not start (terminal/create: {got!r})")
-        pid = int(pid_text)
-        await turn.terminal("release", tid)
-        with anyio.move_on_after(acp_client.config.timeout):
-            while _alive(pid):
-                await anyio.sleep(0.05)  # polling /proc: there is no event for another process's death
-        alive = _alive(pid)
-        if alive:
-            os.kill(pid, 9)
+        watched = _Watched(int(pid_text))
+        try:
+            if not watched.alive():
+                await turn.end()
+                inconclusive(f"the command (pid {watched.pid}) had ended before we released its terminal")
+            await turn.terminal("release", tid)
+            ended = await watched.ended_within(acp_client.config.timeout)
+            if not ended:
+                watched.kill()
+        finally:
+            watched.close()
         acp_client.check(
             "term.release.kills",
-            not alive,
+            ended,
             "terminal/release to kill the still-running command",
-            f"pid {pid} was still running {acp_client.config.timeout:g} s after the release",
+            f"pid {watched.pid} was still running {acp_client.config.timeout:g} s after the release",
         )
         await turn.end()
 
