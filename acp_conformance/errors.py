@@ -71,12 +71,14 @@ class PeerError(AcpError):
         #: charged none (not proven, or the caller judges the silence itself).
         self.charged = ""
 
-    def describe(self, peer: str = "agent") -> str:
-        """One line for a report: the message, how the process ended when known, its last
-        stderr lines (what a dead or stalled peer said is most often why)."""
+    def describe(self, peer: str = "agent", message: str | None = None) -> str:
+        """One line for a report: the message (``message`` instead, when the caller words what
+        failed itself), how the process ended when known, its last stderr lines (what a dead or
+        stalled peer said is most often why)."""
         ended = self.exit_words() if isinstance(self, PeerExited) else ""
         tail = "; ".join(self.stderr_tail[-5:])
-        return self.message + (f"; {ended}" if ended else "") + (f" ({peer} stderr: {tail})" if tail else "")
+        said = self.message if message is None else message
+        return said + (f"; {ended}" if ended else "") + (f" ({peer} stderr: {tail})" if tail else "")
 
 
 class PeerExited(PeerError):

@@ -163,6 +163,8 @@ class Engine:
         self._captured = anyio.Event()
         self._fake: Any = None
         self._initialized_sent = False
+        #: How the peer ended, once a wait met its closed output (``_closed_first`` words it).
+        self._exited: PeerExited | None = None
 
     # ================================================================ running
     async def run(self) -> ScenarioResult:
@@ -407,9 +409,17 @@ class Engine:
             ev = await self.peer.wait_for(pred, timeout=timeout, start=start, what="scenario frame")
         except PeerTimeout:
             return -1, None, None
-        except PeerExited:
+        except PeerExited as exc:
+            self._exited = exc
             return -1, None, _EOF
         return start + calls - 1, ev, tag
+
+    def _closed_first(self) -> str:
+        """Why a step saw nothing when the peer closed its output: how it ended and what it said
+        last on stderr, when known, so a reader tells a crash from a clean close without a rerun."""
+        other = "agent" if self.s.plays == "client" else "client"
+        said = f"the {other} closed its output first"
+        return said if self._exited is None else self._exited.describe(other, message=said)
 
     def _deadline(self, within: float | None, is_initialize: bool = False) -> float:
         limit = within if within is not None else self.timeout
@@ -434,7 +444,7 @@ class Engine:
             else ""
         )
         if ev is None:
-            why = "the peer closed its output first" if tag == _EOF else f"nothing within {limit:g} s"
+            why = self._closed_first() if tag == _EOF else f"nothing within {limit:g} s"
             self.judge.fail(spec, path, what, why, pos, "response", None)
             return
         assert isinstance(ev, Response)
@@ -515,7 +525,7 @@ class Engine:
             if tag == "before":
                 why = f"{spec.before!r} arrived first"
             elif tag == _EOF:
-                why = "the peer closed its output first"
+                why = self._closed_first()
             else:
                 why = f"nothing matched within {limit:g} s"
             closest = [f"frame {brief(e)} ({m})" for _, e, m in near[-3:]]

@@ -401,3 +401,22 @@ def test_the_documented_examples_run(tmp_path: Path) -> None:
         )
         output = f"--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
         assert proc.returncode == 0, f"docs example failed:\n{body}\n{output}"
+
+
+def test_a_peer_that_dies_is_reported_with_how_it_ended_and_what_it_said(tmp_path: Path) -> None:
+    """A step that meets a closed output says what the process said last on stderr (and how it
+    ended, when it had exited by then), so a reader tells a crash (a missing key, a bad flag)
+    from a clean close without a rerun."""
+    scenario = tmp_path / "dies.yaml"
+    scenario.write_text(
+        "scenario: dies\nplays: client\nsteps:\n"
+        "  - call: {request: initialize, params: {protocolVersion: 1}, clause: init.version.agree}\n",
+        "utf-8",
+    )
+    dying = tmp_path / "dying_agent.py"
+    dying.write_text("import sys\nsys.stdin.readline()\nprint('boom: no API key set', file=sys.stderr)\nsys.exit(3)\n")
+    verdict = tmp_path / "verdict.json"
+    run(scenario_cli("run", str(scenario), "--agent", f"{PY} {dying}", "--verdict", str(verdict)), tmp_path)
+    failed = [e["message"] for e in verdict_of(verdict)["expectations"] if e["status"] != "PASS"]
+    assert failed and "the agent closed its output first" in failed[0], failed
+    assert "(agent stderr: boom: no API key set)" in failed[0], failed
