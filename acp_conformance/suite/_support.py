@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
+from acp_conformance.core.events import Response
+from acp_conformance.core.jsonrpc import ErrorCode
 from acp_conformance.endpoints.client import Turn
 from acp_conformance.errors import PeerError, PeerExited, PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
@@ -16,10 +18,14 @@ from acp_conformance.plugin.keys import STATE
 from acp_conformance.plugin.outcomes import Inconclusive, NotApplicable
 from acp_conformance.results import Status
 
+AUTH_REQUIRED = ErrorCode.AUTH_REQUIRED
+
 if TYPE_CHECKING:  # the scenario models (pydantic) load only in the tests that play scenario files
     from acp_conformance.scenario.result import ScenarioResult
 
 __all__ = [
+    "blocked_by_auth",
+    "check_auth",
     "check_or_stop",
     "conclude",
     "inconclusive",
@@ -83,9 +89,30 @@ def unless_answered_elsewhere(exc: PeerError, *, own_answer: bool = False) -> No
         inconclusive(f"no answer under its id, but not proven unanswered: {exc.message}")
 
 
+def blocked_by_auth(acp: AgentHarness, conn: Connection) -> NoReturn:
+    """The agent refuses with auth_required: nothing here can be judged."""
+    methods = (conn.client.init_result or {}).get("authMethods") or []
+    ids = ", ".join(str(m.get("id")) for m in methods if isinstance(m, dict)) or "none"
+    if acp.config.auth_method is None:
+        inconclusive(f"agent requires authentication; pass --acp-auth-method ID (advertised: {ids})")
+    inconclusive(
+        f"agent still answers -32000 (auth_required) after authenticate with {acp.config.auth_method!r} "
+        f"(advertised: {ids})"
+    )
+
+
+def check_auth(acp: AgentHarness, conn: Connection, resp: Response | None) -> None:
+    """An agent that answers -32000 (auth_required) before it is authenticated does what
+    authentication.mdx describes: nothing the test meant to judge can be, so it is INCONCLUSIVE
+    (naming ``--acp-auth-method``), never the FAIL of the clause the answer was awaited for."""
+    if resp is not None and resp.is_error and isinstance(resp.error, dict) and resp.error.get("code") == AUTH_REQUIRED:
+        blocked_by_auth(acp, conn)
+
+
 async def new_session(acp: AgentHarness, conn: Connection) -> str:
     """``session/new`` in the sandbox; a failure here is judged on ``session.new.unique-id``."""
     resp = await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+    check_auth(acp, conn, resp)
     ok = not resp.is_error and isinstance(resp.result, dict) and isinstance(resp.result.get("sessionId"), str)
     acp.check(
         "session.new.unique-id",
@@ -104,6 +131,7 @@ async def run_turn(acp: AgentHarness, conn: Connection, sid: str, prompt: Any) -
     turn = await conn.client.prompt(sid, prompt)
     resp = turn.response
     assert resp is not None
+    check_auth(acp, conn, resp)
     acp.check(
         "prompt.response.stop-reason",
         not resp.is_error and isinstance(resp.result, dict) and "stopReason" in resp.result,

@@ -87,6 +87,23 @@ def test_reference_agent_requiring_auth_passes_the_auth_checks(tmp_path: Path) -
     assert not run.with_status("FAIL", "WARN")
 
 
+def test_an_agent_wanting_authentication_is_inconclusive_without_an_auth_method(tmp_path: Path) -> None:
+    """An agent answering session/new with -32000 (auth_required) before authentication does what
+    authentication.mdx describes: without --acp-auth-method the tests that need a session are
+    INCONCLUSIVE and say how to authenticate; none FAILs session.new.unique-id (50 tests did),
+    and a fuzz campaign does not end the loop the synchronous tests share (it did)."""
+    run = run_suite(
+        f"{REFERENCE} --require-auth",
+        tmp_path,
+        "-k",
+        "cancel_twice or test_fs_and_terminal_calls or fuzz_odd_ids or stateful",
+    )
+    assert not run.with_status("FAIL", "WARN"), {c: run.messages(c) for c in run.with_status("FAIL", "WARN")}
+    assert run.returncode == 0, run.stdout[-3000:]
+    said = " ".join(m for c in ("session.new.unique-id", "jsonrpc.id-types") for m in run.messages(c))
+    assert "agent requires authentication; pass --acp-auth-method ID (advertised: token)" in said, said
+
+
 def test_reference_agent_with_dictated_plans_sends_full_plans(tmp_path: Path) -> None:
     """plan.full-list is judged only with --acp-dictated-plans (the suite must know the plan); the
     reference agent plans exactly the dictated steps and PASSes it (partial-plan-updates FAILs it),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
@@ -27,7 +27,15 @@ from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.plugin.markers import marked_clauses
 from acp_conformance.results import Status
-from acp_conformance.suite._support import check_or_stop, inconclusive, not_applicable, unless_answered_elsewhere
+from acp_conformance.suite._support import (
+    AUTH_REQUIRED,
+    blocked_by_auth,
+    check_auth,
+    check_or_stop,
+    inconclusive,
+    not_applicable,
+    unless_answered_elsewhere,
+)
 
 __all__ = [
     "AUTH_REQUIRED",
@@ -70,9 +78,6 @@ __all__ = [
 Json = dict[str, Any]
 
 
-AUTH_REQUIRED = jsonrpc.ErrorCode.AUTH_REQUIRED
-
-
 # ------------------------------------------------------------------ helpers
 def error_code(resp: Response) -> Any:
     return resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
@@ -87,23 +92,6 @@ def describe(resp: Response | None) -> str:
     if resp is None:
         return "no answer"
     return f"error {short(resp.error, 500)}" if resp.is_error else f"result {short(resp.result, 500)}"
-
-
-def blocked_by_auth(acp: AgentHarness, conn: Connection) -> NoReturn:
-    """The agent refuses with auth_required: nothing here can be judged."""
-    methods = (conn.client.init_result or {}).get("authMethods") or []
-    ids = ", ".join(str(m.get("id")) for m in methods if isinstance(m, dict)) or "none"
-    if acp.config.auth_method is None:
-        inconclusive(f"agent requires authentication; pass --acp-auth-method ID (advertised: {ids})")
-    inconclusive(
-        f"agent still answers -32000 (auth_required) after authenticate with {acp.config.auth_method!r} "
-        f"(advertised: {ids})"
-    )
-
-
-def check_auth(acp: AgentHarness, conn: Connection, resp: Response | None) -> None:
-    if resp is not None and error_code(resp) == AUTH_REQUIRED:
-        blocked_by_auth(acp, conn)
 
 
 async def authenticate_if_configured(acp: AgentHarness, conn: Connection) -> None:

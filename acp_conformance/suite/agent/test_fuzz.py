@@ -49,6 +49,7 @@ from acp_conformance.fuzz.campaign import (
 )
 from acp_conformance.fuzz.campaign import run_campaign as _run_campaign
 from acp_conformance.harness import AgentHarness, Connection
+from acp_conformance.suite.agent._helpers import AUTH_REQUIRED, blocked_by_auth, error_code
 
 # Own process under --acp-isolation=connection: campaigns run in a thread of their own and send
 # what no fresh connection would get.
@@ -79,7 +80,14 @@ class AgentFrameFuzzer(FrameFuzzer):
     async def _prepare(self, conn: Connection) -> Live:
         peer = conn.peer
         root = str(conn.sandbox.root)
-        result = await peer.request("session/new", {"cwd": root, "mcpServers": []})
+        resp = await peer.call("session/new", {"cwd": root, "mcpServers": []})
+        if error_code(resp) == AUTH_REQUIRED:
+            # Judged INCONCLUSIVE by ``run_campaign`` in the test's thread: a pytest outcome raised
+            # here, in the loop the synchronous tests share, would end that loop for all of them.
+            raise _AuthRequired(conn)
+        if resp.is_error:
+            raise PeerError(f"session/new failed ({resp.error!r}); cannot aim frames at a live session")
+        result = resp.result
         sid = result.get("sessionId") if isinstance(result, dict) else None
         if not isinstance(sid, str):
             raise PeerError(f"session/new gave no sessionId ({result!r}); cannot aim frames at a live session")
@@ -134,6 +142,14 @@ class AgentFrameFuzzer(FrameFuzzer):
         return orjson.dumps(LIVE_MODE) not in frame.data or orjson.dumps(LIVE_MODE) in live.values
 
 
+class _AuthRequired(PeerError):
+    """session/new answered -32000 (auth_required): the agent wants authentication first."""
+
+    def __init__(self, conn: Connection) -> None:
+        super().__init__("session/new: authentication required")
+        self.conn = conn
+
+
 # ------------------------------------------------------------- campaigns
 def run_campaign(
     acp_agent: AgentHarness,
@@ -147,7 +163,10 @@ def run_campaign(
     def make(portal: BlockingPortal, budget: FuzzBudget) -> FrameFuzzer:
         return AgentFrameFuzzer(acp_agent, portal, budget, baseline=baseline)
 
-    _run_campaign(acp_agent, name, clauses, strategy.filter(_harmless), make, judge)
+    try:
+        _run_campaign(acp_agent, name, clauses, strategy.filter(_harmless), make, judge)
+    except _AuthRequired as exc:
+        blocked_by_auth(acp_agent, exc.conn)
 
 
 #: Methods with effects beyond the connection: a real agent may start an interactive login for
