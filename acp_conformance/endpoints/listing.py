@@ -28,7 +28,7 @@ class SessionPager:
     page_size: int = 2
     #: Requests seen: the cursor each one carried (None for a fresh listing).
     seen: list[str | None] = field(default_factory=list)
-    #: Set once a page without ``nextCursor`` went out.
+    #: Set once a page without ``nextCursor`` went out (and reset by a new listing).
     ended: bool = False
     #: Requests that asked for a page after the last one (``session.list.cursor-end``'s breach).
     past_end: int = 0
@@ -55,7 +55,11 @@ class SessionPager:
         """The result for a request carrying ``cursor``, or the (clause, message) it breaks."""
         self.seen.append(cursor if isinstance(cursor, str) else None)
         if cursor is None:
+            # A new listing (a refresh, the user's second look): its pages may be followed again,
+            # whatever the last listing did.  The cursors are the same in every listing, so a
+            # request carrying one asks for the newest listing's next page.
             index = 0
+            self.ended = False
         elif self.ended:
             self.past_end += 1
             return {}, (

@@ -46,8 +46,9 @@ def _late(handler: Callable[[Request], Awaitable[Any]]) -> Callable[[Request], A
 
 class AllUnusual(MockClient):
     """String request ids, ``_meta`` on everything it sends, frames written in pieces, every answer
-    to the agent 0.15 s late (a user reading a permission prompt is slower), and an extension
-    notification before every prompt (extensibility.mdx: the agent ignores what it does not know)."""
+    to the agent 0.15 s late (a user reading a permission prompt is slower), an extension
+    notification before every prompt (extensibility.mdx: the agent ignores what it does not know),
+    and every session listing done twice."""
 
     def make_peer(self, transport: Transport) -> Peer:
         return _QuirkyPeer(SplitSends(transport), validator=self.validator, timeout=self.options.timeout)
@@ -60,6 +61,11 @@ class AllUnusual(MockClient):
     async def run_turn(self, session_id: str, text: str) -> dict[str, Any]:
         await self.peer.notify("_example.com/focus", {"sessionId": session_id, "editor": "visible"})
         return await super().run_turn(session_id, text)
+
+    async def list_sessions(self) -> list[dict[str, Any]]:
+        """Lists every page twice over (a refresh): a new listing may follow its cursors again."""
+        await super().list_sessions()
+        return await super().list_sessions()
 
 
 class RefusesCommands(MockClient):

@@ -14,12 +14,17 @@ def test_pages_follow_the_cursors_and_end_without_one() -> None:
     third, _ = pager.page(second["nextCursor"])
     assert [s["sessionId"] for s in third["sessions"]] == ["listed-5"] and "nextCursor" not in third
     assert pager.ended and pager.seen == [None, CURSORS[0], CURSORS[1]]
-    # A new listing (no cursor) is always allowed; another page after the end is not.
-    assert pager.page(None)[1] is None
+    # Another page after the end is not allowed.
     assert pager.page(CURSORS[1])[1] == (
         "session.list.cursor-end",
         f"session/list asked for another page (cursor {CURSORS[1]!r}) after a page without nextCursor",
     )
+    # A new listing (no cursor) always is, and its pages may be followed to its end again: a client
+    # that lists twice (a refresh) breaks nothing (it was flagged as paging past the end).
+    again, problem = pager.page(None)
+    assert problem is None and not pager.ended
+    assert pager.page(again["nextCursor"])[1] is None and pager.page(CURSORS[1])[1] is None and pager.ended
+    assert pager.page(CURSORS[1])[1] is not None and pager.past_end == 2
 
 
 def test_a_cursor_changed_in_any_way_is_one_we_never_issued() -> None:
