@@ -137,6 +137,13 @@ class SplitsCharacters(_TruncatesOutputItself):
         return data[-limit:].decode("utf-8", "replace")  # cuts inside a character
 
 
+class IgnoresTheLimit(_TruncatesOutputItself):
+    """Keeps the whole output: it cuts nothing, so no character is split."""
+
+    def cut(self, data: bytes, limit: int) -> str:
+        return data.decode()
+
+
 BREAKAGES: dict[str, Breakage[MockClient]] = {
     "no-terminal-exit-code": Breakage(NoTerminalExitCode, "term.wait", status="WARN"),
     "negative-exit-code": Breakage(
@@ -163,4 +170,8 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     ),
     "keeps-the-head": Breakage(KeepsTheHead, "term.output.truncate-head", status="WARN"),
     "splits-characters": Breakage(SplitsCharacters, "term.output.char-boundary"),
+    # Nothing cut, nothing split: char-boundary has no cut to judge (it FAILed a client that kept it all).
+    "ignores-the-limit": Breakage(
+        IgnoresTheLimit, "term.output.truncate-head", status="WARN", quiet=frozenset({"term.output.char-boundary"})
+    ),
 }
