@@ -241,9 +241,9 @@ def test_expected_failures_baseline_gates_on_new_and_stale_entries(tmp_path: Pat
     case = next(c for c in suite.iter("testcase") if c.get("name") == "init.version.latest-otherwise")
     failure = case.find("failure")
     assert case.get("classname") == "acp.agent.initialization" and failure is not None
-    assert "observed protocolVersion 0" in (failure.get("message") or "")
+    assert "observed protocolVersion 999" in (failure.get("message") or "")
     assert all(c.find("skipped") is not None for c in suite.iter("testcase") if c.get("name") == "cancel.stop-reason")
-    assert "init.version.latest-otherwise: observed protocolVersion 0" in baseline.read_text()
+    assert "init.version.latest-otherwise: observed protocolVersion 999" in baseline.read_text()
     # Every FAIL listed: the gate passes, the failures show as expected (xfail), exit 0.
     gated = _pytest(
         tmp_path, f"--acp-agent={broken}", select, f"--acp-baseline={baseline}", f"--acp-report-junit={junit}"
