@@ -305,14 +305,28 @@ class TinyPages(MockAgent):
         return page
 
 
+class RefusesToDeleteOpenSessions(MockAgent):
+    """``session/delete`` of a session still open on this connection is an error (close it first):
+    session-delete.mdx, "Behavior for deleting an active session is implementation-defined"."""
+
+    async def handle_delete_session(self, req: Request) -> Any:
+        session_id = self.params_of(req).get("sessionId")
+        if isinstance(session_id, str) and session_id in self.sessions:
+            raise HandlerError(ErrorCode.INTERNAL_ERROR, "session/delete: the session is open; close it first")
+        return await super().handle_delete_session(req)
+
+
 class _UnusualPeer(_StringIdPeer, _MetaPeer):
     """String request ids and ``_meta`` on everything."""
 
 
-class AllUnusual(Chatty, MetaEverywhere, OddSessionIds, EchoesThePrompt, NoisyStderr, TinyPages):
+class AllUnusual(
+    Chatty, MetaEverywhere, OddSessionIds, EchoesThePrompt, NoisyStderr, TinyPages, RefusesToDeleteOpenSessions
+):
     """Every quirk above that the spec allows, at once: string request ids, frames written in
     pieces, ``_meta`` everywhere, metadata and a thought and a plan around every turn, session ids
-    that look like paths, the prompt echoed back, stderr full of logs, one session per list page."""
+    that look like paths, the prompt echoed back, stderr full of logs, one session per list page,
+    no deleting a session still open."""
 
     def make_peer(self, transport: Transport) -> Peer:
         return _UnusualPeer(SplitSends(transport), validator=self.validator, transcript=AgentLog("mock-agent"))
@@ -337,6 +351,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "noisy-stderr": NoisyStderr,
     "winds-down-after-cancel": WindsDownAfterCancel,
     "tiny-pages": TinyPages,
+    "refuses-to-delete-open-sessions": RefusesToDeleteOpenSessions,
 }
 
 
