@@ -26,6 +26,15 @@ class CancelledWithoutCancel(MockClient):
         return {"outcome": {"outcome": "cancelled"}}
 
 
+class MalformedOutcome(MockClient):
+    """Answers with an outcome the schema does not know ("approved")."""
+
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        if self.endpoint.is_cancelled(self.session_id) or self.options.permission == "hold":
+            return await default(req)
+        return {"outcome": {"outcome": "approved"}}
+
+
 class HardcodedOptionId(MockClient):
     """Answers with the conventional ids whatever was offered."""
 
@@ -76,17 +85,27 @@ class CancelledRequestAsInternalError(MockClient):
 
 
 BREAKAGES: dict[str, Breakage[MockClient]] = {
+    "malformed-outcome": Breakage(
+        MalformedOutcome,
+        "perm.response.shape",
+        also=frozenset({"perm.auto", "schema.valid"}),
+        why_also="an unknown outcome is not the policy's option; the schema rejects the result",
+    ),
+    # An error is no result: no sentence makes a client answer with an outcome rather than an error
+    # (perm.response.shape judged it, a MUST FAIL, before), so only the clauses that ask for an option
+    # or for the cancelled outcome see it.
     "permission-error": Breakage(
         PermissionError32601,
-        "perm.response.shape",
-        also=frozenset({"perm.auto", "perm.late-request-after-cancel"}),
-        why_also="an error is neither the policy's option nor the cancelled outcome",
-    ),
-    "cancelled-without-cancel": Breakage(
-        CancelledWithoutCancel,
-        "perm.response.shape",
+        "perm.late-request-after-cancel",
+        status="WARN",
         also=frozenset({"perm.auto"}),
-        why_also="cancelled is not the option of the configured policy",
+        why_also="an error is not the policy's option",
+        quiet=frozenset({"perm.response.shape"}),
+    ),
+    # cancelled outside a cancelled turn misuses the outcome, but no keyword forbids it (it was a
+    # perm.response.shape MUST FAIL).
+    "cancelled-without-cancel": Breakage(
+        CancelledWithoutCancel, "perm.auto", status="INFO", quiet=frozenset({"perm.response.shape"})
     ),
     "hardcoded-option-id": Breakage(HardcodedOptionId, "perm.response.valid-option"),
     "ignores-permission-policy": Breakage(IgnoresPermissionPolicy, "perm.auto", status="INFO"),
