@@ -20,6 +20,7 @@ update kinds outside a turn's output (``available_commands_update``,
 
 from __future__ import annotations
 
+import json
 import ntpath
 import posixpath
 from collections.abc import Callable, Container, Iterable, Mapping, Sequence
@@ -227,6 +228,30 @@ def first_tool_kind(mentions: Sequence[ToolMention], tool_call_id: Any) -> str:
         if m.tool_call_id == tool_call_id and isinstance(m.fields.get("kind"), str):
             return str(m.fields["kind"])
     return "other"
+
+
+def tool_operation(mentions: Sequence[ToolMention], tool_call_id: Any) -> tuple[str, str, str] | None:
+    """What the tool call does, comparable across turns: its kind and, first found of, its
+    ``rawInput``, the paths of its ``locations``, its ``title``; None when it states none of them.
+
+    "Allow this operation only this time" (``allow_once``) is about an operation, not a kind: two
+    ``execute`` calls (``cat`` and ``rm``) are different operations, the same input twice is one."""
+    fields: dict[str, Any] = {}
+    for m in mentions:
+        if m.tool_call_id == tool_call_id:
+            fields.update({k: v for k, v in m.fields.items() if v is not None})
+    kind = str(fields.get("kind", "other"))
+    raw = fields.get("rawInput")
+    if raw not in (None, {}, [], ""):
+        return kind, "rawInput", json.dumps(raw, sort_keys=True, default=str)
+    locations = fields.get("locations")
+    paths = sorted(str(loc.get("path")) for loc in locations or () if isinstance(loc, dict) and loc.get("path"))
+    if paths:
+        return kind, "locations", json.dumps(paths)
+    title = fields.get("title")
+    if isinstance(title, str) and title:
+        return kind, "title", title
+    return None
 
 
 def reused_tool_call_ids(mentions: Sequence[ToolMention]) -> list[str]:

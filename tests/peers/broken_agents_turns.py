@@ -505,8 +505,8 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         TerminalEmbeddedAfterRelease, "tool.terminal.embed-before-release", status="WARN"
     ),
     # permission
-    "ignores-rejection": Breakage(IgnoresRejection, "perm.agent-honours-outcome"),
-    "remembers-allow-once": Breakage(RemembersAllowOnce, "perm.agent-honours-outcome"),
+    "ignores-rejection": Breakage(IgnoresRejection, "perm.agent-honours-outcome", status="WARN"),
+    "remembers-allow-once": Breakage(RemembersAllowOnce, "perm.agent-honours-outcome", status="WARN"),
     "duplicate-option-ids": Breakage(DuplicateOptionIds, "perm.option.shape", status="WARN"),
     # cancellation
     "ends-cancelled-turns-with-end-turn": Breakage(

@@ -341,3 +341,24 @@ def test_a_tool_call_reported_under_a_session_that_does_not_exist_was_reported()
         "permission asked for toolCallId 'c2', which no tool_call update announced"
     ]
     assert turns.missing_in_progress(strict, ["c1"]) and not turns.missing_in_progress(reported, ["c1"])
+
+
+def _mention(tcid: str, **fields: Any) -> turns.ToolMention:
+    return turns.ToolMention(0, "tool_call", tcid, {"toolCallId": tcid, **fields})
+
+
+def test_an_operation_is_its_input_not_its_kind() -> None:
+    """allow_once allows "this operation only this time": two execute calls with other commands are
+    two operations; the same input again is the same one (the locations or title when no input)."""
+    echo = _mention("a", kind="execute", rawInput={"command": "echo hi > f"}, title="Run echo")
+    cat = _mention("b", kind="execute", rawInput={"command": "cat f"}, title="Run echo")
+    again = _mention("c", kind="execute", rawInput={"command": "echo hi > f"}, title="Run it again")
+    op = turns.tool_operation([echo], "a")
+    assert op is not None and op != turns.tool_operation([cat], "b") and op == turns.tool_operation([again], "c")
+    edit1 = _mention("d", kind="edit", locations=[{"path": "/w/f.txt"}])
+    edit2 = _mention("e", kind="edit", locations=[{"path": "/w/f.txt", "line": 3}], title="Edit f.txt")
+    assert turns.tool_operation([edit1], "d") == turns.tool_operation([edit2], "e")
+    assert turns.tool_operation([edit1], "d") != turns.tool_operation(
+        [_mention("f", kind="read", locations=[{"path": "/w/f.txt"}])], "f"
+    )
+    assert turns.tool_operation([_mention("g", kind="other")], "g") is None

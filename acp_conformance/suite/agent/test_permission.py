@@ -18,13 +18,13 @@ import pytest
 from acp_conformance.checks.turns import (
     ToolMention,
     duplicate_option_ids,
-    first_tool_kind,
     is_absolute_path,
     option_kind,
     position_of,
     side_effects,
     tool_activity,
     tool_mentions,
+    tool_operation,
     unattributed_side_effects,
 )
 from acp_conformance.endpoints.client import PermissionCall
@@ -170,24 +170,32 @@ async def test_allow_once_is_not_remembered(acp_agent: AgentHarness, request: py
             )
             return
         mentions1 = tool_mentions(events, sid, first.start_event, second_start)
-        kinds = {first_tool_kind(mentions1, c.tool_call_id) for c in once}
+        # allow_once allows "this operation only this time": the same operation again, not any tool of
+        # its kind (an agent MAY run a tool without asking at all: a different `execute` is its own call).
+        allowed = {op for c in once if (op := tool_operation(mentions1, c.tool_call_id)) is not None}
+        if not allowed:
+            inconclusive(
+                "the tool call allowed once states no rawInput, locations or title: a later call cannot be told "
+                "to be the same operation"
+            )
         mentions2 = tool_mentions(events, sid, second_start)
-        same = {m.tool_call_id for m in mentions2 if first_tool_kind(mentions2, m.tool_call_id) in kinds}
+        same = {m.tool_call_id for m in mentions2 if tool_operation(mentions2, m.tool_call_id) in allowed}
         running = ("in_progress", "completed")
         ran = sorted(
             {str(m.tool_call_id) for m in mentions2 if m.tool_call_id in same and m.fields.get("status") in running}
         )
-        effects = side_effects(events, second_start) if same else []
-        if not ran and not effects:
+        if not ran:
             if not tool_activity(events, sid, second_start):
                 reason = "the agent made no tool call in the second tool turn; steer it with --acp-tool-prompt"
             else:
-                reason = f"the second tool turn ran no tool of the kind allowed once ({sorted(kinds)})"
+                reason = "the second tool turn ran no tool call doing the operation allowed once"
             inconclusive(reason)
+        effects = side_effects(events, second_start)
+        what = sorted(f"{kind}, {basis} {value}" for kind, basis, value in allowed)
         acp_agent.check(
             "perm.agent-honours-outcome",
             False,
-            f"a new permission request before running again a tool of the kind allowed only once ({sorted(kinds)})",
+            f"a new permission request before running again the operation allowed only once ({what[0][:200]})",
             f"the second tool turn ran it without asking: tool call(s) {ran} in progress/completed, "
             f"{len(effects)} file write(s)/command(s)",
         )
