@@ -156,6 +156,7 @@ CLIENT_TRAFFIC_CLAUSES = frozenset(
         "prompt.after-setup",
         "auth.authenticate.advertised-id",
         "perm.response.valid-option",
+        "perm.client-baseline",
         "mode.set.valid",
         "config.set.value",
     }

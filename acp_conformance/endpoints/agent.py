@@ -386,6 +386,13 @@ class AgentEndpoint:
             return
         offered = [o.get("optionId") for o in answer.options]
         if resp.is_error:
+            err = resp.error if isinstance(resp.error, dict) else {}
+            if err.get("code") == ErrorCode.METHOD_NOT_FOUND:
+                self.flag(
+                    "perm.client-baseline",
+                    f"session/request_permission, the client's baseline method, answered {err!r}: not implemented",
+                    resp,
+                )
             # No sentence makes a client answer with an outcome rather than an error (cancellation.mdx
             # even recommends -32800 for a request the client cancels internally: the user closes the
             # IDE, switches project):
@@ -393,6 +400,7 @@ class AgentEndpoint:
             # (perm.cancelled-on-cancel, perm.late-request-after-cancel), or by error.cancelled for a
             # request we withdrew.  perm.response.shape judges a result's shape.
             return
+        self.conformed("perm.client-baseline", "session/request_permission answered with a result")
         kind = answer.kind
         if kind == "selected":
             if answer.option_id not in offered:

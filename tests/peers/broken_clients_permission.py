@@ -19,6 +19,11 @@ class PermissionError32601(MockClient):
         raise HandlerError(-32601, "Method not found: session/request_permission")
 
 
+class PermissionInternalError(MockClient):
+    async def handle_permission(self, req: Request, default: Any) -> Any:
+        raise HandlerError(-32603, "internal error: no permission UI")
+
+
 class CancelledWithoutCancel(MockClient):
     async def handle_permission(self, req: Request, default: Any) -> Any:
         if self.endpoint.is_cancelled(self.session_id) or self.options.permission == "hold":
@@ -88,19 +93,29 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "malformed-outcome": Breakage(
         MalformedOutcome,
         "perm.response.shape",
-        also=frozenset({"perm.auto", "schema.valid"}),
-        why_also="an unknown outcome is not the policy's option; the schema rejects the result",
+        also=frozenset({"perm.auto"}),
+        why_also="an unknown outcome is not the policy's option",
     ),
-    # An error is no result: no sentence makes a client answer with an outcome rather than an error
-    # (perm.response.shape judged it, a MUST FAIL, before), so only the clauses that ask for an option
-    # or for the cancelled outcome see it.
+    # -32601: the client does not implement its baseline method (a SHOULD: overview.mdx lists it without
+    # a keyword). It was a perm.response.shape MUST FAIL, a clause about a result's shape; the late
+    # permission request after a cancel gets the error too.
     "permission-error": Breakage(
         PermissionError32601,
+        "perm.client-baseline",
+        status="WARN",
+        also=frozenset({"perm.auto", "perm.late-request-after-cancel"}),
+        why_also="an error is neither the policy's option nor the cancelled outcome",
+        quiet=frozenset({"perm.response.shape"}),
+    ),
+    # Another error (here -32603 to every request) implements the method: only the clauses that ask
+    # for an option or the cancelled outcome see it.
+    "permission-internal-error": Breakage(
+        PermissionInternalError,
         "perm.late-request-after-cancel",
         status="WARN",
         also=frozenset({"perm.auto"}),
         why_also="an error is not the policy's option",
-        quiet=frozenset({"perm.response.shape"}),
+        quiet=frozenset({"perm.response.shape", "perm.client-baseline"}),
     ),
     # cancelled outside a cancelled turn misuses the outcome, but no keyword forbids it (it was a
     # perm.response.shape MUST FAIL).

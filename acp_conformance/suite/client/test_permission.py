@@ -25,7 +25,11 @@ ODD_OPTIONS = [
 
 
 @pytest.mark.acp_clause(
-    "perm.response.shape", "perm.response.valid-option", "jsonrpc.bidirectional", "jsonrpc.result-xor-error"
+    "perm.response.shape",
+    "perm.response.valid-option",
+    "perm.client-baseline",
+    "jsonrpc.bidirectional",
+    "jsonrpc.result-xor-error",
 )
 async def test_permission_answer_is_an_offered_option(acp_client: ClientHarness) -> None:
     """While its session/prompt is pending, the client answers the agent's permission request with
@@ -63,9 +67,14 @@ async def test_permission_answer_is_an_offered_option(acp_client: ClientHarness)
         if answer.kind == "error":
             # An error is no result to judge; no sentence makes a client answer with an outcome
             # rather than an error (cancellation.mdx recommends -32800 for one it cancels itself).
-            acp_client.record(
-                "perm.response.shape", Status.INCONCLUSIVE, f"the client answered with an error: {answer.describe()}"
-            )
+            # -32601 says the client does not implement the method: perm.client-baseline's WARN.
+            err = answer.response.error if answer.response is not None else None
+            unimplemented = isinstance(err, dict) and err.get("code") == jsonrpc.ErrorCode.METHOD_NOT_FOUND
+            why = f"the client answered with an error, no result: {answer.describe()}"
+            status = Status.NOT_APPLICABLE if unimplemented else Status.INCONCLUSIVE
+            acp_client.record("perm.response.shape", status, why)
+            if unimplemented:
+                acp_client.record("perm.response.valid-option", Status.NOT_APPLICABLE, why)
         else:
             acp_client.check(
                 "perm.response.shape",
