@@ -386,11 +386,11 @@ class AgentEndpoint:
             return
         offered = [o.get("optionId") for o in answer.options]
         if resp.is_error:
-            err = resp.error if isinstance(resp.error, dict) else {}
-            if err.get("code") == ErrorCode.METHOD_NOT_FOUND:
+            if answer.unimplemented:
                 self.flag(
                     "perm.client-baseline",
-                    f"session/request_permission, the client's baseline method, answered {err!r}: not implemented",
+                    f"session/request_permission, the client's baseline method, answered {resp.error!r}: "
+                    "not implemented",
                     resp,
                 )
             # No sentence makes a client answer with an outcome rather than an error (cancellation.mdx

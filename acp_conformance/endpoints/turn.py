@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from acp_conformance.core.events import Notification, Request, Response
+from acp_conformance.core.jsonrpc import ErrorCode
 from acp_conformance.errors import PeerExited
 from acp_conformance.peer import Peer
 
@@ -60,6 +61,13 @@ class PermissionAnswer:
     def option_id(self) -> Any:
         o = self.outcome
         return o.get("optionId") if o else None
+
+    @property
+    def unimplemented(self) -> bool:
+        """The client answered -32601: it does not implement its baseline method (overview.mdx),
+        ``perm.client-baseline``'s WARN; its outcome clauses then have nothing to judge."""
+        err = self.response.error if self.response is not None and self.response.is_error else None
+        return isinstance(err, dict) and err.get("code") == ErrorCode.METHOD_NOT_FOUND
 
     def describe(self) -> str:
         """For messages: the error, the outcome, or that nothing came."""

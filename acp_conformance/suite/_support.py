@@ -101,11 +101,17 @@ def blocked_by_auth(acp: AgentHarness, conn: Connection) -> NoReturn:
     )
 
 
+def auth_required(resp: Response | None) -> bool:
+    """The answer is -32000 (auth_required): the agent wants ``authenticate`` first."""
+    err = resp.error if resp is not None and resp.is_error else None
+    return isinstance(err, dict) and err.get("code") == AUTH_REQUIRED
+
+
 def check_auth(acp: AgentHarness, conn: Connection, resp: Response | None) -> None:
     """An agent that answers -32000 (auth_required) before it is authenticated does what
     authentication.mdx describes: nothing the test meant to judge can be, so it is INCONCLUSIVE
     (naming ``--acp-auth-method``), never the FAIL of the clause the answer was awaited for."""
-    if resp is not None and resp.is_error and isinstance(resp.error, dict) and resp.error.get("code") == AUTH_REQUIRED:
+    if auth_required(resp):
         blocked_by_auth(acp, conn)
 
 

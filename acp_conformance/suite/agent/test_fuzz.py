@@ -49,7 +49,8 @@ from acp_conformance.fuzz.campaign import (
 )
 from acp_conformance.fuzz.campaign import run_campaign as _run_campaign
 from acp_conformance.harness import AgentHarness, Connection
-from acp_conformance.suite.agent._helpers import AUTH_REQUIRED, blocked_by_auth, error_code
+from acp_conformance.suite._support import auth_required
+from acp_conformance.suite.agent._helpers import blocked_by_auth
 
 # Own process under --acp-isolation=connection: campaigns run in a thread of their own and send
 # what no fresh connection would get.
@@ -81,7 +82,7 @@ class AgentFrameFuzzer(FrameFuzzer):
         peer = conn.peer
         root = str(conn.sandbox.root)
         resp = await peer.call("session/new", {"cwd": root, "mcpServers": []})
-        if error_code(resp) == AUTH_REQUIRED:
+        if auth_required(resp):
             # Judged INCONCLUSIVE by ``run_campaign`` in the test's thread: a pytest outcome raised
             # here, in the loop the synchronous tests share, would end that loop for all of them.
             raise _AuthRequired(conn)

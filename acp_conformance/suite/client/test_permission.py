@@ -68,8 +68,7 @@ async def test_permission_answer_is_an_offered_option(acp_client: ClientHarness)
             # An error is no result to judge; no sentence makes a client answer with an outcome
             # rather than an error (cancellation.mdx recommends -32800 for one it cancels itself).
             # -32601 says the client does not implement the method: perm.client-baseline's WARN.
-            err = answer.response.error if answer.response is not None else None
-            unimplemented = isinstance(err, dict) and err.get("code") == jsonrpc.ErrorCode.METHOD_NOT_FOUND
+            unimplemented = answer.unimplemented
             why = f"the client answered with an error, no result: {answer.describe()}"
             status = Status.NOT_APPLICABLE if unimplemented else Status.INCONCLUSIVE
             acp_client.record("perm.response.shape", status, why)
