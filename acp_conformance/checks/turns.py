@@ -365,11 +365,17 @@ def diff_semantics_problems(
 ) -> tuple[int, list[str]]:
     """``(diffs judged, problems)`` for the diffs whose file the suite knows.
 
-    A diff of a file that did not exist before the session (``existed(path)`` false, and no
-    earlier diff or ``fs/write_text_file`` of it) is of a new file: its ``oldText`` is absent or
-    null.  A diff whose file the agent wrote through ``fs/write_text_file`` in the same session
-    carries the complete new text: ``newText`` equals the content of the last such write before
-    the diff.  Diffs of other files are not judged (only the agent knows their contents).
+    tool-calls.mdx: ``oldText`` is "null for new files".  A file is new to a tool call's diff when
+    it did not exist before the session (``existed(path)`` false) and nothing the suite can see
+    touched it before that tool call began: no ``fs/write_text_file`` of it and no earlier tool
+    call naming it (a diff, a location, a path in its input: an agent's own tools write without
+    asking the client, and an edit after such a write has an old text).  Even then an ``oldText``
+    that is a content the file had (a write or an earlier diff's ``newText``) is not judged: the
+    tool call may report its last edit only.  A diff whose file the tool call wrote through
+    ``fs/write_text_file`` (between its first mention and the diff) carries the complete new text:
+    ``newText`` equals the content of the last such write; a write by an earlier tool call is not
+    this one's change (it may have edited the file with its own tools since).  Diffs of other
+    files are not judged (only the agent knows their contents).
     """
     judged, out = 0, []
     writes: list[tuple[int, str, Any]] = []
@@ -378,28 +384,47 @@ def diff_semantics_problems(
             path = e.params.get("path")
             if isinstance(path, str):
                 writes.append((i, path, e.params.get("content")))
-    touched: set[str] = set()
-    for m in sorted(mentions, key=lambda m: m.position):
+    ordered = sorted(mentions, key=lambda m: m.position)
+    newer: list[tuple[str, Any]] = []  # (path, newText) of the diffs read so far
+    for m in ordered:
         if m.source == "permission":
             continue
+        began = next(o.position for o in ordered if o.tool_call_id == m.tool_call_id)
         for item in _items(m.fields, "content"):
             path = item.get("path")
             if item.get("type") != "diff" or not isinstance(path, str) or not is_absolute_path(path):
                 continue
             written = [content for pos, p, content in writes if p == path and pos < m.position]
-            new_file = not existed(path) and path not in touched
-            complete = bool(written) and isinstance(written[-1], str)
+            had = {c for c in written if isinstance(c, str)} | {t for p, t in newer if p == path and isinstance(t, str)}
+            own = [content for pos, p, content in writes if p == path and began <= pos < m.position]
+            touched = any(p == path and pos < began for pos, p, _ in writes) or any(
+                o.position < began and o.tool_call_id != m.tool_call_id and _names(o.fields, path) for o in ordered
+            )
+            new_file = not existed(path) and not touched
+            complete = bool(own) and isinstance(own[-1], str)
             judged += new_file or complete
-            if new_file and item.get("oldText") is not None:
+            old = item.get("oldText")
+            if new_file and old is not None and not (isinstance(old, str) and old in had):
                 out.append(f"tool call {m.tool_call_id!r} diff of the new file {path!r} has an oldText")
             if complete:
-                if item.get("newText") != written[-1]:
+                if item.get("newText") != own[-1]:
                     out.append(
                         f"tool call {m.tool_call_id!r} diff of {path!r}: newText is not the complete text the "
                         "agent wrote with fs/write_text_file"
                     )
-            touched.add(path)
+            newer.append((path, item.get("newText")))
     return judged, out
+
+
+def _names(value: Any, path: str) -> bool:
+    """Some string in ``value`` (a tool call's fields: diffs, locations, raw input) holds ``path``."""
+    if isinstance(value, str):
+        return path in value
+    if isinstance(value, Mapping):
+        return any(_names(v, path) for v in value.values())
+    if isinstance(value, list):
+        return any(_names(v, path) for v in value)
+    return False
 
 
 def terminal_embeds(mentions: Sequence[ToolMention]) -> list[tuple[int, Any]]:

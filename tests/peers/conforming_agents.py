@@ -316,17 +316,58 @@ class RefusesToDeleteOpenSessions(MockAgent):
         return await super().handle_delete_session(req)
 
 
+class EditsItsDraft(MockAgent):
+    """Every tool turn first drafts the file in a tool call of its own (written through the
+    client, reported without a diff), then the usual write reports an edit of that draft: its diff
+    has the draft as ``oldText`` (the file is no longer new).  The suite once warned
+    tool.diff.semantics ("diff of the new file has an oldText") on it."""
+
+    draft = "draft: to be replaced\n"
+
+    async def turn_tool(self, turn: Turn) -> str:
+        if self.can_write_files() and not turn.cancelled:
+            path = self.probe_path(turn.session)
+            drafting = turn.session.next_tool_call_id()
+            announce: Json = {"sessionUpdate": "tool_call", "toolCallId": drafting, "title": "Draft the notes"}
+            announce |= {"kind": "edit", "status": "in_progress", "rawInput": {"path": path, "content": self.draft}}
+            await self.emit(turn, announce)
+            params = {"sessionId": turn.session_id, "path": path, "content": self.draft}
+            response = await self.client_request(turn, "fs/write_text_file", params)
+            failure = self._failure("fs/write_text_file", response, turn)
+            status, text = ("failed", failure) if failure is not None else ("completed", "Drafted.")
+            await self.emit(turn, self.tool_update(drafting, status, [self.text_content(text or "")]))
+        return await super().turn_tool(turn)
+
+    async def emit(self, turn: Turn, update: Json) -> None:
+        content = update.get("content")
+        if update.get("sessionUpdate") == "tool_call_update" and isinstance(content, list):
+            path = self.probe_path(turn.session)
+            edited = [
+                {**c, "oldText": self.draft} if c.get("type") == "diff" and c.get("path") == path else c
+                for c in content
+            ]
+            update = {**update, "content": edited}
+        await super().emit(turn, update)
+
+
 class _UnusualPeer(_StringIdPeer, _MetaPeer):
     """String request ids and ``_meta`` on everything."""
 
 
 class AllUnusual(
-    Chatty, MetaEverywhere, OddSessionIds, EchoesThePrompt, NoisyStderr, TinyPages, RefusesToDeleteOpenSessions
+    Chatty,
+    MetaEverywhere,
+    OddSessionIds,
+    EchoesThePrompt,
+    NoisyStderr,
+    TinyPages,
+    RefusesToDeleteOpenSessions,
+    EditsItsDraft,
 ):
     """Every quirk above that the spec allows, at once: string request ids, frames written in
     pieces, ``_meta`` everywhere, metadata and a thought and a plan around every turn, session ids
     that look like paths, the prompt echoed back, stderr full of logs, one session per list page,
-    no deleting a session still open."""
+    no deleting a session still open, a draft before every write."""
 
     def make_peer(self, transport: Transport) -> Peer:
         return _UnusualPeer(SplitSends(transport), validator=self.validator, transcript=AgentLog("mock-agent"))
@@ -345,6 +386,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "slow-answers": SlowAnswers,
     "late-errors-to-malformed-lines": LateErrorsToMalformedLines,
     "all-unusual": AllUnusual,
+    "edits-its-draft": EditsItsDraft,
     "odd-session-ids": OddSessionIds,
     "echoes-the-prompt": EchoesThePrompt,
     "auth-optional": AuthOptional,

@@ -362,3 +362,52 @@ def test_an_operation_is_its_input_not_its_kind() -> None:
         [_mention("f", kind="read", locations=[{"path": "/w/f.txt"}])], "f"
     )
     assert turns.tool_operation([_mention("g", kind="other")], "g") is None
+
+
+# ------------------------------------------------------------------ tool.diff.semantics
+NEW = "/sandbox/notes.txt"
+
+
+def _diff(old: str | None, new: str) -> list[dict[str, Any]]:
+    return [{"type": "diff", "path": NEW, "oldText": old, "newText": new}]
+
+
+def _diff_problems(events: list[Event]) -> tuple[int, list[str]]:
+    return turns.diff_semantics_problems(events, mentions(events), lambda path: False)
+
+
+def test_a_new_file_s_diff_has_no_old_text() -> None:
+    write = req("fs/write_text_file", path=NEW, content="hello\n")
+    good = [call("t1"), write, upd("t1", "completed", content=_diff(None, "hello\n"))]
+    assert _diff_problems(good) == (1, [])
+    bad = [call("t1"), write, upd("t1", "completed", content=_diff("", "hello\n"))]
+    judged, problems = _diff_problems(bad)
+    assert judged == 1 and len(problems) == 1 and "new file" in problems[0]
+
+
+def test_an_edit_after_an_earlier_tool_call_created_the_file_has_an_old_text() -> None:
+    # The file was created by an earlier tool call that reported no diff: through the client
+    # (fs/write_text_file) or through the agent's own tools (only its input names the file).
+    for creation in (
+        [call("t1"), req("fs/write_text_file", path=NEW, content="draft\n"), upd("t1", "completed")],
+        [call("t1", rawInput={"command": f"echo draft > {NEW}"}), upd("t1", "completed")],
+    ):
+        edit = [call("t2"), upd("t2", "completed", content=_diff("draft\n", "final\n"))]
+        assert _diff_problems([*creation, *edit])[1] == []
+
+
+def test_an_old_text_the_file_had_is_not_judged_in_the_tool_call_that_created_it() -> None:
+    # One tool call drafts and then edits the new file, and reports its last edit only.
+    events = [
+        call("t1"),
+        req("fs/write_text_file", path=NEW, content="draft\n"),
+        req("fs/write_text_file", path=NEW, content="final\n"),
+        upd("t1", "completed", content=_diff("draft\n", "final\n")),
+    ]
+    assert _diff_problems(events) == (1, [])
+
+
+def test_a_diff_s_new_text_is_what_was_written() -> None:
+    events = [call("t1"), req("fs/write_text_file", path=NEW, content="a\nb\n")]
+    events.append(upd("t1", "completed", content=_diff(None, "a\n")))
+    assert "complete text" in _diff_problems(events)[1][0]
