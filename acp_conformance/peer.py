@@ -177,6 +177,11 @@ class _Slot:
 _SLOT: ContextVar[_Slot | None] = ContextVar("acp_conformance_handler_slot", default=None)
 
 
+#: Our requests whose answer may wait on a turn's streamed output: a prompt's own turn, the replay
+#: of ``session/load``, the wind-down of the turn that ``session/close`` cancels.
+_TURN_BOUND = frozenset({"session/prompt", "session/load", "session/close"})
+
+
 class Peer:
     """An ACP endpoint playing ``role`` over ``transport``."""
 
@@ -650,6 +655,8 @@ class Peer:
         self._leave_slot()
         loop = self._loop or asyncio.get_running_loop()
         deadline = loop.time() + limit
+        # The log's position half way through the wait: turn output after it is a turn still at work.
+        halfway: int | None = None
         while True:
             resp = self._responses.get(key)
             if resp is not None:
@@ -667,11 +674,20 @@ class Peer:
                 exited.charged = charged
                 raise exited
             left = deadline - loop.time()
+            if halfway is None and left <= limit / 2:
+                halfway = len(self.events)
             if left <= 0:
                 break
-            await self._answer_or(key, left)
+            await self._answer_or(key, left - limit / 2 if halfway is None else left)
         msg = f"no response to {method} (id {rid!r}) within {limit:g} s{self._stall()}"
         self.note_unterminated()
+        working = turn_output(self.events[halfway:]) if method in _TURN_BOUND and halfway is not None else ""
+        if working:
+            # A turn still streaming in the second half of the wait is at work, not silent: the spec
+            # sets no time for a turn (nor for winding one down after session/cancel or a close), so
+            # no clause is charged with it and no deadline is remembered against the peer.
+            msg += f", though the peer kept streaming turn output ({working})"
+            raise PeerTimeout(msg, self.stderr_tail(), unproven=f"{method} (id {rid!r}) is still being worked on")
         unproven = self.why_unproven(rid)
         if unproven:
             # The deadline was still spent without an answer under its id: remembered, so a peer

@@ -169,7 +169,8 @@ class AgentSessions(RuleBasedStateMachine):
             resp: Response = self.call(self._wait, rid, what)
             return resp
         except PeerError as exc:
-            unproven = self.why_unproven(rid)
+            # The wait's own reason first (a turn still streaming at the deadline), then the rule's.
+            unproven = exc.unproven or self.why_unproven(rid)
             self.fail("jsonrpc.every-request-answered", f"{what} was not answered ({exc.message})", unproven)
             return None
 

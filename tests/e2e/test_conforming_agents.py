@@ -104,6 +104,23 @@ def test_an_agent_with_every_quirk_the_spec_allows_gets_no_finding(tmp_path: Pat
         assert run.statuses()[clause] == "PASS", clause
 
 
+def test_a_turn_still_winding_down_at_the_deadline_is_not_judged_unanswered(tmp_path: Path) -> None:
+    """An agent that, once its turn is cancelled, streams what it is doing for three seconds before
+    answering ``cancelled``: past a two-second deadline the turn is at work, not silent.
+    cancelreq.must-answer is INCONCLUSIVE, saying so (it once FAILed); how soon a cancelled turn
+    ends is cancel.stop-asap's, a SHOULD."""
+    run = run_suite(
+        f"{PY} {CONFORMING} winds-down-for-three-seconds",
+        tmp_path,
+        "--acp-timeout=2",
+        "-k",
+        "test_cancel_request_for_the_prompt_gets_one_answer",
+    )
+    assert run.statuses()["cancelreq.must-answer"] == "INCONCLUSIVE"
+    assert any("kept streaming turn output" in m for m in run.messages("cancelreq.must-answer"))
+    assert not run.with_status("FAIL"), {c: run.messages(c) for c in run.with_status("FAIL")}
+
+
 def test_an_agent_that_refuses_every_prompt_is_never_failed(tmp_path: Path) -> None:
     """A conforming agent that does nothing (every turn ends ``refusal`` at once) breaks no clause:
     what needs a tool call, a permission or a running turn is INCONCLUSIVE or NOT_APPLICABLE, the

@@ -272,13 +272,23 @@ class WindsDownAfterCancel(MockAgent):
     failing its open tool call, then answers ``cancelled`` (prompt-turn.mdx § Cancellation: updates
     after session/cancel are allowed before the response)."""
 
+    steps = 5  # of 0.1 s each
+
     async def prompt_turn(self, turn: Turn) -> str:
         proposed = await super().prompt_turn(turn)
         if turn.cancelled:
-            for n in range(5):
+            for n in range(self.steps):
                 await anyio.sleep(0.1)
                 await self.emit(turn, self.message_chunk("agent_message_chunk", f"stopping ({n})", None))
         return proposed
+
+
+class WindsDownForThreeSeconds(WindsDownAfterCancel):
+    """The same, streaming for three seconds: past a short ``--acp-timeout`` (run it with
+    ``--acp-timeout=2``), a turn still at work when the suite's wait ends.  The suite once FAILed
+    ``cancelreq.must-answer`` on it (no answer within the deadline, though it kept streaming)."""
+
+    steps = 30
 
 
 class TinyPages(MockAgent):
@@ -386,6 +396,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "slow-answers": SlowAnswers,
     "late-errors-to-malformed-lines": LateErrorsToMalformedLines,
     "all-unusual": AllUnusual,
+    "winds-down-for-three-seconds": WindsDownForThreeSeconds,
     "edits-its-draft": EditsItsDraft,
     "odd-session-ids": OddSessionIds,
     "echoes-the-prompt": EchoesThePrompt,

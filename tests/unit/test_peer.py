@@ -463,6 +463,38 @@ async def test_a_silent_prompt_past_its_deadline_is_judged_unanswered() -> None:
     assert [v.clause_id for v in client.violations()] == ["jsonrpc.every-request-answered"]
 
 
+async def _answer_awaited_from_a_prompt(streams_until_the_end: bool) -> tuple[Peer, PeerTimeout]:
+    """The agent never answers our prompt; it streams one chunk at once and then either goes quiet
+    or goes on streaming (a turn winding down slowly).  What waiting for the answer raised."""
+    chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "working"}}
+    async with connected(timeout=0.4) as (client, agent, _):
+
+        async def prompt(req: Request) -> Any:
+            while True:
+                await agent.notify("session/update", {"sessionId": SID, "update": chunk}, validate=False)
+                if not streams_until_the_end:
+                    await anyio.sleep_forever()
+                await anyio.sleep(0.05)  # the agent's pace, not a synchronisation of ours
+
+        agent.handlers["session/prompt"] = prompt
+        rid = await client.send_request("session/prompt", {"sessionId": SID, "prompt": []}, validate=False)
+        with pytest.raises(PeerTimeout) as info:
+            await client.wait_response(rid, method="session/prompt")
+        return client, info.value
+
+
+async def test_a_prompt_still_streaming_at_the_deadline_is_not_proven_unanswered() -> None:
+    client, exc = await _answer_awaited_from_a_prompt(streams_until_the_end=True)
+    assert exc.unproven and "kept streaming turn output" in exc.message
+    assert not exc.charged and not client.violations()
+
+
+async def test_a_prompt_that_streamed_only_early_and_then_fell_silent_is_judged_unanswered() -> None:
+    client, exc = await _answer_awaited_from_a_prompt(streams_until_the_end=False)
+    assert not exc.unproven and exc.charged == "jsonrpc.every-request-answered"
+    assert [v.clause_id for v in client.violations()] == ["jsonrpc.every-request-answered"]
+
+
 async def test_an_update_in_a_batch_line_is_seen_and_the_batch_flagged_once() -> None:
     """A prompt streaming in batch lines breaks the one-message-per-line clause, not the prompt's
     answer or the updates' clauses: the wait for its update finds it in the batch."""
