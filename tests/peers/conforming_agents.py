@@ -27,7 +27,7 @@ from acp_conformance.errors import PeerExited
 from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
 from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent, Turn
-from mock_agent.agent import AgentLog, AgentPeer
+from mock_agent.agent import AgentLog, AgentPeer, Session
 from mock_agent.cli import run
 from tests.peers._quirks import MetaOnSent, SplitSends, StringIds, with_meta
 
@@ -360,6 +360,16 @@ class EditsItsDraft(MockAgent):
         await super().emit(turn, update)
 
 
+class ModeDependentModels(MockAgent):
+    """Offers the model choice in the "ask" mode only (in "code" mode the agent picks its own):
+    session-config-options.mdx, the complete state "allows Agents to reflect dependent changes".
+    The suite once FAILed config.set.response-complete on its answer to a change of mode."""
+
+    def config_options(self, session: Session) -> list[Json]:
+        options = super().config_options(session)
+        return options if session.mode_id == "ask" else [o for o in options if o["id"] != "model"]
+
+
 class _UnusualPeer(_StringIdPeer, _MetaPeer):
     """String request ids and ``_meta`` on everything."""
 
@@ -396,6 +406,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "slow-answers": SlowAnswers,
     "late-errors-to-malformed-lines": LateErrorsToMalformedLines,
     "all-unusual": AllUnusual,
+    "mode-dependent-models": ModeDependentModels,
     "winds-down-for-three-seconds": WindsDownForThreeSeconds,
     "edits-its-draft": EditsItsDraft,
     "odd-session-ids": OddSessionIds,

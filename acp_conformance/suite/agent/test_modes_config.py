@@ -286,6 +286,13 @@ async def test_set_mode_during_a_turn(acp_agent: AgentHarness) -> None:
 # ----------------------------------------------------------- config options
 @pytest.mark.acp_clause("config.set.response-complete")
 async def test_set_config_option_answers_the_full_state(acp_agent: AgentHarness) -> None:
+    """session-config-options.mdx: the answer is "the complete list of all configuration options and
+    their current values", and "always contains the complete configuration state. This allows Agents
+    to reflect dependent changes" (changing the model may take a reasoning option away).  So an
+    option of ``session/new`` absent after a change proves nothing by itself; set back to its
+    ``session/new`` value, the option's state is the one ``session/new`` described, and an answer
+    that still leaves out options of that state is incomplete.  A refused change is no answer this
+    clause judges."""
     async with acp_agent.connect() as conn:
         sid = await open_session(acp_agent, conn)
         options = _options(conn, sid)
@@ -293,17 +300,45 @@ async def test_set_config_option_answers_the_full_state(acp_agent: AgentHarness)
             not_applicable("session/new returned no configOptions")
         option, value = _require_option_to_change(options)
         known = option_ids(options)
-        resp = await conn.peer.call(
-            "session/set_config_option", {"sessionId": sid, "configId": option["id"], "value": value}
-        )
-        got = resp.result.get("configOptions") if isinstance(resp.result, dict) else None
+        oid, original = option["id"], option.get("currentValue")
+
+        async def set_to(target: Any) -> list[Any] | None:
+            params = {"sessionId": sid, "configId": oid, "value": target}
+            resp = await conn.peer.call("session/set_config_option", params)
+            if resp.is_error:
+                inconclusive(
+                    f"session/set_config_option of {oid!r} to {target!r} (one of its values) was refused: "
+                    f"{describe(resp)}; this clause judges the answer to a change made"
+                )
+            got = resp.result.get("configOptions") if isinstance(resp.result, dict) else None
+            changed = next((o for o in got or [] if isinstance(o, dict) and o.get("id") == oid), None)
+            acp_agent.check(
+                "config.set.response-complete",
+                changed is not None and changed.get("currentValue") == target,
+                f"configOptions with {oid!r}, the option just set, now at {target!r}",
+                f"{oid!r}: {short(changed)} in {short(got)}",
+            )
+            return got if isinstance(got, list) else None
+
+        got = await set_to(value)
         missing = missing_option_ids(known, got)
-        changed = next((o for o in got or [] if isinstance(o, dict) and o.get("id") == option["id"]), None)
+        if not missing:
+            acp_agent.check(
+                "config.set.response-complete",
+                True,
+                f"configOptions with every option {known} and {oid!r} now at {value!r}",
+                "",
+            )
+            return
+        back = await set_to(original)
+        still = missing_option_ids(known, back)
         acp_agent.check(
             "config.set.response-complete",
-            not resp.is_error and not missing and changed is not None and changed.get("currentValue") == value,
-            f"configOptions with every option {known} and {option['id']!r} now at {value!r}",
-            describe(resp) if resp.is_error else f"missing {missing}; {option['id']!r}: {short(changed)}",
+            not still,
+            f"with {oid!r} back at its session/new value {original!r}, configOptions with every option of "
+            f"session/new {known} (with {oid!r} at {value!r} the answer left out {missing}: dependent options "
+            "may change)",
+            f"the answer still leaves out {still}: {short(back)}",
         )
 
 
