@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from acp_conformance.core.events import Request
+from acp_conformance.core.events import Request, Response
 from acp_conformance.core.jsonrpc import ErrorCode
 from acp_conformance.errors import PeerExited
 from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
@@ -370,6 +370,26 @@ class ModeDependentModels(MockAgent):
         return options if session.mode_id == "ask" else [o for o in options if o["id"] != "model"]
 
 
+class AsksThroughATool(MockAgent):
+    """Asks its form question inside a tool call (as agents that model questions as a tool do)
+    and keeps the client's answer, as it came, in the tool call's ``rawOutput``; an action it does
+    not know is no choice (the schema: "preserve the raw payload when storing, replaying,
+    proxying, or forwarding"; "MUST NOT treat it as a known elicitation action").  The suite once
+    FAILed elicit.response.unknown-action on the marker in that raw output."""
+
+    async def client_request(self, turn: Turn | None, method: str, params: Json, **kw: Any) -> Response | None:
+        if method != "elicitation/create" or turn is None:
+            return await super().client_request(turn, method, params, **kw)
+        asking = turn.session.next_tool_call_id()
+        announce: Json = {"sessionUpdate": "tool_call", "toolCallId": asking, "title": "Ask the user"}
+        announce |= {"kind": "other", "status": "in_progress", "rawInput": {"message": params.get("message")}}
+        await self.emit(turn, announce)
+        response = await super().client_request(turn, method, params, **kw)
+        raw = response.result if response is not None and not response.is_error else None
+        await self.emit(turn, self.tool_update(asking, "completed", rawOutput={"answer": raw}))
+        return response
+
+
 class _UnusualPeer(_StringIdPeer, _MetaPeer):
     """String request ids and ``_meta`` on everything."""
 
@@ -383,11 +403,12 @@ class AllUnusual(
     TinyPages,
     RefusesToDeleteOpenSessions,
     EditsItsDraft,
+    AsksThroughATool,
 ):
     """Every quirk above that the spec allows, at once: string request ids, frames written in
     pieces, ``_meta`` everywhere, metadata and a thought and a plan around every turn, session ids
     that look like paths, the prompt echoed back, stderr full of logs, one session per list page,
-    no deleting a session still open, a draft before every write."""
+    no deleting a session still open, a draft before every write, questions asked in a tool call."""
 
     def make_peer(self, transport: Transport) -> Peer:
         return _UnusualPeer(SplitSends(transport), validator=self.validator, transcript=AgentLog("mock-agent"))
@@ -406,6 +427,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "slow-answers": SlowAnswers,
     "late-errors-to-malformed-lines": LateErrorsToMalformedLines,
     "all-unusual": AllUnusual,
+    "asks-through-a-tool": AsksThroughATool,
     "mode-dependent-models": ModeDependentModels,
     "winds-down-for-three-seconds": WindsDownForThreeSeconds,
     "edits-its-draft": EditsItsDraft,

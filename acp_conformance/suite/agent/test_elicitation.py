@@ -15,6 +15,8 @@ the deadline, and no further elicitation of the same question waiting on us fore
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from acp_conformance.core import jsonrpc
@@ -59,9 +61,10 @@ async def test_an_unknown_action_is_not_taken_for_accept(acp_agent: AgentHarness
     """We answer with an action the agent cannot know (the schema's extension variant) whose
     content carries a marker in every field.  The schema: "They MUST NOT treat it as a known
     elicitation action".  Treating it as ``accept`` is visible: the marker comes back in what the
-    agent sends afterwards.  As failure, decline or cancel it is not, and which one is not
-    visible either.  A turn that stalls after our answer did not handle it: that is
-    elicit.agent-handles-failure's, not jsonrpc.every-request-answered's (one defect, one clause)."""
+    agent sends afterwards (not in a raw payload it forwards: ``RAW_CARRIERS``).  As failure,
+    decline or cancel it is not, and which one is not visible either.  A turn that stalls after our
+    answer did not handle it: that is elicit.agent-handles-failure's, not
+    jsonrpc.every-request-answered's (one defect, one clause)."""
     async with acp_agent.connect(capabilities=FORM, permission="allow_once") as conn:
         conn.client.elicitation = "unknown-action"
         sid = await new_session(acp_agent, conn)
@@ -107,7 +110,22 @@ async def test_url_elicitations_and_their_completion(acp_agent: AgentHarness) ->
             not_applicable("the agent sent no URL elicitation (eliciting is optional)")
 
 
+#: Where an agent keeps a payload as it came (a tool call's raw input and output, extension data):
+#: the schema asks an agent that does not understand an action to "preserve the raw payload when
+#: storing, replaying, proxying, or forwarding" it, so the marker there is no sign it was used.
+RAW_CARRIERS = frozenset({"rawInput", "rawOutput", "_meta"})
+
+
 def _text_of(ev: Event) -> str:
-    """What an event carried, as JSON text (params of requests and notifications, results, errors)."""
-    payload = {k: getattr(ev, k, None) for k in ("params", "result", "error")}
+    """What an event carried, as JSON text (params of requests and notifications, results, errors),
+    without the raw payloads it may forward (``RAW_CARRIERS``)."""
+    payload = {k: _authored(getattr(ev, k, None)) for k in ("params", "result", "error")}
     return jsonrpc.dumps(payload).decode("utf-8", "replace")
+
+
+def _authored(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _authored(v) for k, v in value.items() if k not in RAW_CARRIERS}
+    if isinstance(value, list):
+        return [_authored(v) for v in value]
+    return value
