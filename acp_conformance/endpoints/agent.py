@@ -126,8 +126,10 @@ class AgentSetup:
 
     def gate_clause(self, clause: str, kind: str) -> str:
         """The clause a client breaks by using a capability of ``kind`` (``object`` / ``flag``) this
-        setup did not give it: the gate's own, or the rule of how this setup withheld it (a null
-        object, an omitted flag), one defect, one clause."""
+        setup did not give it: the gate's own, or the rule of how this setup withheld it (no
+        capabilities at all, a null object, an omitted flag), one defect, one clause."""
+        if self.omit_capabilities:
+            return "cap.omitted-unsupported"
         if kind == "object" and self.null_objects:
             return "cap.object-presence"
         if kind == "flag" and self.flags_omitted:
@@ -590,12 +592,14 @@ class AgentEndpoint:
             kind = b.get("type") if isinstance(b, dict) else None
             if kind in CONTENT_GATES:
                 flag, clause = CONTENT_GATES[kind]
-                if not caps.get(flag) and self.setup.flags_omitted:
-                    why = f"prompt carries a {kind} block although promptCapabilities.{flag} is omitted (false)"
+                if not caps.get(flag):
+                    # One clause per use: the type's own (prompt.content-gated is the same sentence
+                    # of prompt-turn.mdx § 1), or the rule of how this setup withheld it.
+                    how = "omitted (false)" if self.setup.flags_omitted else "false"
+                    if self.setup.omit_capabilities:
+                        how = "absent (agentCapabilities left out)"
+                    why = f"prompt carries a {kind} block although promptCapabilities.{flag} is {how}"
                     self.flag(self.setup.gate_clause(clause, "flag"), why, req)
-                elif not caps.get(flag):
-                    self.flag(clause, f"prompt carries a {kind} block although promptCapabilities.{flag} is false", req)
-                    self.flag("prompt.content-gated", f"prompt carries a {kind} block the agent did not allow", req)
         turn = PromptTurn(self, req)
         self.turns.append(turn)
         self.notify()

@@ -272,8 +272,9 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "loads-when-capability-omitted": Breakage(
         LoadsWhenCapabilityOmitted,
         "cap.omitted-unsupported",
-        also=frozenset({"cap.agent.defaults", "session.load.gated"}),
-        why_also="the session/load it sends is one the agent did not advertise" + WHY_FLAG,
+        also=frozenset({"cap.agent.defaults"}),
+        why_also="with loadSession left out of agentCapabilities alone, absent is false by default "
+        "(cap.agent.defaults)",
     ),
     "gives-up-without-prompt-capabilities": Breakage(
         GivesUpWithoutPromptCapabilities, "cap.all-combinations", status="WARN"
@@ -299,8 +300,9 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "http-mcp-server": Breakage(
         HttpMcpServer,
         "session.mcp.transport-gated",
-        also=frozenset({"cap.agent.defaults"}),
-        why_also="it names the http server also when the agent left mcpCapabilities.http out (false by default)",
+        also=frozenset({"cap.agent.defaults", "cap.omitted-unsupported"}),
+        why_also="it names the http server also when the agent left mcpCapabilities.http out (false by default)"
+        "; " + WHY_OMITTED,
     ),
     "relative-mcp-command": Breakage(RelativeMcpCommand, "session.mcp.shapes"),
     "loads-unadvertised-session": Breakage(
@@ -345,8 +347,8 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "dirs-without-capability": Breakage(
         DirsWithoutCapability,
         "session.additional-dirs.gated",
-        also=frozenset({"cap.object-presence"}),
-        why_also="with additionalDirectories declared null it offers them too (cap.object-presence)",
+        also=frozenset({"cap.object-presence", "cap.omitted-unsupported"}),
+        why_also="with additionalDirectories declared null it offers them too (cap.object-presence); " + WHY_OMITTED,
     ),
     "relative-additional-dir": Breakage(RelativeAdditionalDir, "session.additional-dirs.absolute"),
     "image-when-flag-omitted": Breakage(ImageWhenFlagOmitted, "cap.agent.defaults"),
@@ -359,19 +361,19 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "image-without-capability": Breakage(
         ImageWithoutCapability,
         "content.image.gated",
-        also=frozenset({"cap.agent.defaults", "prompt.content-gated", "cap.omitted-unsupported"}),
-        why_also="an image block is content the agent did not allow; " + WHY_OMITTED + WHY_FLAG,
+        also=frozenset({"cap.agent.defaults", "cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED + WHY_FLAG,
     ),
     "audio-without-capability": Breakage(
         AudioWithoutCapability,
         "content.audio.gated",
-        also=frozenset({"cap.agent.defaults", "prompt.content-gated", "cap.omitted-unsupported"}),
-        why_also="an audio block is content the agent did not allow; " + WHY_OMITTED + WHY_FLAG,
+        also=frozenset({"cap.agent.defaults", "cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED + WHY_FLAG,
     ),
     "resource-without-capability": Breakage(
         ResourceWithoutCapability,
         "content.resource.gated",
-        also=frozenset({"cap.agent.defaults", "prompt.content-gated", "cap.omitted-unsupported"}),
-        why_also="an embedded resource is content the agent did not allow; " + WHY_OMITTED + WHY_FLAG,
+        also=frozenset({"cap.agent.defaults", "cap.omitted-unsupported"}),
+        why_also=WHY_OMITTED + WHY_FLAG,
     ),
 }
