@@ -48,7 +48,7 @@ class AllUnusual(MockClient):
     """String request ids, ``_meta`` on everything it sends, frames written in pieces, every answer
     to the agent 0.15 s late (a user reading a permission prompt is slower), an extension
     notification before every prompt (extensibility.mdx: the agent ignores what it does not know),
-    and every session listing done twice."""
+    every session listing done twice, and terminal output with "\\r\\n" line ends (a pseudo-terminal's)."""
 
     def make_peer(self, transport: Transport) -> Peer:
         return _QuirkyPeer(SplitSends(transport), validator=self.validator, timeout=self.options.timeout)
@@ -66,6 +66,13 @@ class AllUnusual(MockClient):
         """Lists every page twice over (a refresh): a new listing may follow its cursors again."""
         await super().list_sessions()
         return await super().list_sessions()
+
+    async def terminal_call(self, name: str, params: dict[str, Any]) -> Any:
+        """Terminal output as a pseudo-terminal hands it back, every line ended with "\\r\\n"."""
+        result = await super().terminal_call(name, params)
+        if name == "output" and isinstance(result, dict) and isinstance(result.get("output"), str):
+            result = {**result, "output": result["output"].replace("\n", "\r\n")}
+        return result
 
 
 class RefusesCommands(MockClient):
