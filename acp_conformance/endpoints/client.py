@@ -306,14 +306,18 @@ class ClientEndpoint:
         return advertised(self.agent_capabilities, path)
 
     # ------------------------------------------------------------- requests
-    async def initialize(self, protocol_version: Any = 1, **extra: Any) -> dict[str, Any]:
+    async def initialize(
+        self, protocol_version: Any = 1, *, timeout: float | None = None, **extra: Any
+    ) -> dict[str, Any]:
+        """``initialize`` with this client's capabilities and info (``timeout``: a process's first
+        answer may take its start-up time)."""
         params = {
             "protocolVersion": protocol_version,
             "clientCapabilities": self.capabilities.to_wire(),
             "clientInfo": self.client_info,
             **extra,
         }
-        result = await self.peer.request("initialize", params, validate=False)
+        result = await self.peer.request("initialize", params, validate=False, timeout=timeout)
         self.init_result = result if isinstance(result, dict) else {}
         return self.init_result
 

@@ -131,6 +131,22 @@ def test_a_turn_still_winding_down_at_the_deadline_is_not_judged_unanswered(tmp_
     assert not run.with_status("FAIL"), {c: run.messages(c) for c in run.with_status("FAIL")}
 
 
+def test_logout_from_an_agent_that_never_needed_authentication_is_no_finding(tmp_path: Path) -> None:
+    """Authentication offered but never required, logout advertised: after a logout a new session
+    needs no authentication, as none ever did.  auth.logout.reauth is NOT_APPLICABLE, saying why
+    (it was a WARN)."""
+    run = run_suite(
+        f"{PY} {CONFORMING} auth-optional-with-logout",
+        tmp_path,
+        "--acp-auth-method=token",
+        "--acp-clause",
+        "auth.*",
+    )
+    assert run.statuses()["auth.logout.reauth"] == "NOT_APPLICABLE", run.messages("auth.logout.reauth")
+    assert "require no authentication" in run.messages("auth.logout.reauth")[0]
+    assert not run.with_status("FAIL", "WARN"), {c: run.messages(c) for c in run.with_status("FAIL", "WARN")}
+
+
 def test_an_agent_that_refuses_every_prompt_is_never_failed(tmp_path: Path) -> None:
     """A conforming agent that does nothing (every turn ends ``refusal`` at once) breaks no clause:
     what needs a tool call, a permission or a running turn is INCONCLUSIVE or NOT_APPLICABLE, the

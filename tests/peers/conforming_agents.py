@@ -249,6 +249,21 @@ class AuthOptional(MockAgent):
         return [{"id": self.AUTH_METHOD_ID, "name": "Token", "description": "Optional"}]
 
 
+class AuthOptionalWithLogout(AuthOptional):
+    """The same, and it advertises ``logout`` (which ends nothing it needs): after a logout a new
+    session needs no authentication, as none ever did (authentication.mdx: "new sessions that
+    require authentication will require the user to complete one of the advertised authentication
+    flows again").  The suite once warned auth.logout.reauth on it.  Run it with
+    ``--acp-auth-method=token`` (without, the logout test is INCONCLUSIVE)."""
+
+    def agent_capabilities(self) -> Json:
+        return {**super().agent_capabilities(), "auth": {"logout": {}}}
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+        peer.handlers["logout"] = self._guarded("logout", self.handle_logout)
+
+
 class NoisyStderr(MockAgent):
     """Logs twenty lines to stderr for every request it serves (stderr is for logs: transports.mdx)."""
 
@@ -434,6 +449,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "odd-session-ids": OddSessionIds,
     "echoes-the-prompt": EchoesThePrompt,
     "auth-optional": AuthOptional,
+    "auth-optional-with-logout": AuthOptionalWithLogout,
     "noisy-stderr": NoisyStderr,
     "winds-down-after-cancel": WindsDownAfterCancel,
     "tiny-pages": TinyPages,
