@@ -64,6 +64,9 @@ KNOWN_UNPROVEN = {
     "the check is a PASS-only observation today",
     "cap.custom-meta": "unknown _meta keys in capabilities only matter if the client reads them",
     "transport.stdio.subprocess": "MAY; the harness itself only connects to a relay the client launched",
+    "elicit.capability.explicit": "the client half is judged on a request the agent MUST NOT send (a mode the "
+    "client did not advertise): its answer is robustness, elicit.mode.unadvertised-error's WARN; the agent half "
+    "is proven by the broken agents",
 }
 
 

@@ -69,8 +69,10 @@ async def _ask(acp: ClientHarness, turn: PromptTurn, mode: str) -> Response | Pe
 async def test_an_unadvertised_mode_is_refused(acp_client: ClientHarness) -> None:
     """A mode the client did not advertise gets -32602 (a SHOULD: the sentence has no keyword).
     When the client sent an elicitation object, the mode missing from it is unsupported by the
-    client's own declaration: accepting it anyway is reading ``{}`` or a null mode as support,
-    which elicit.capability.explicit forbids (MCP's rule, not ACP's)."""
+    client's own declaration: accepting it anyway is reading ``{}`` or a null mode as support
+    (MCP's rule, not ACP's).  But the request is one the agent MUST NOT send, so that is a
+    robustness finding: elicit.mode.unadvertised-error's WARN, and elicit.capability.explicit
+    (client half) INCONCLUSIVE, never its FAIL."""
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
@@ -91,14 +93,25 @@ async def test_an_unadvertised_mode_is_refused(acp_client: ClientHarness) -> Non
             accepted = not resp.is_error and isinstance(resp.result, dict) and resp.result.get("action") == "accept"
             if declared:
                 elicitation = conn.agent.client_capabilities.get("elicitation")
-                acp_client.check(
-                    "elicit.capability.explicit",
-                    not accepted,
-                    f"no accept for a {mode} elicitation: the client's elicitation object {elicitation!r} does not "
-                    f"advertise {mode}",
-                    answer,
-                    stop=False,
-                )
+                if accepted:
+                    # The request is one the agent MUST NOT send (elicitation.mdx): what a client makes
+                    # of it is a robustness finding, elicit.mode.unadvertised-error's (a SHOULD), not a
+                    # FAIL of this MUST.
+                    acp_client.record(
+                        "elicit.capability.explicit",
+                        Status.INCONCLUSIVE,
+                        f"the client accepted a {mode} elicitation its elicitation object {elicitation!r} does not "
+                        "advertise; the request is one the agent MUST NOT send, so the client's answer is judged "
+                        f"as elicit.mode.unadvertised-error's, not this MUST ({answer})",
+                    )
+                else:
+                    acp_client.check(
+                        "elicit.capability.explicit",
+                        True,
+                        f"no accept for a {mode} elicitation: the client's elicitation object {elicitation!r} does "
+                        f"not advertise {mode}",
+                        answer,
+                    )
             acp_client.check("elicit.mode.unadvertised-error", code == ErrorCode.INVALID_PARAMS, expected, answer)
         else:
             silence_judged_once(acp_client, "elicit.mode.unadvertised-error", expected, resp)
