@@ -64,6 +64,8 @@ KNOWN_UNPROVEN = {
     "the check is a PASS-only observation today",
     "cap.custom-meta": "unknown _meta keys in capabilities only matter if the client reads them",
     "transport.stdio.subprocess": "MAY; the harness itself only connects to a relay the client launched",
+    "prompt.content-gated": "the same sentence as content.image/audio/resource.gated, which judge each gated "
+    "block (one defect, one FAIL); a type the schema does not know is content.block.shapes'",
     "elicit.capability.explicit": "the client half is judged on a request the agent MUST NOT send (a mode the "
     "client did not advertise): its answer is robustness, elicit.mode.unadvertised-error's WARN; the agent half "
     "is proven by the broken agents",
