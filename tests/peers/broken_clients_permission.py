@@ -122,7 +122,7 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "cancelled-without-cancel": Breakage(
         CancelledWithoutCancel, "perm.auto", status="INFO", quiet=frozenset({"perm.response.shape"})
     ),
-    "hardcoded-option-id": Breakage(HardcodedOptionId, "perm.response.valid-option"),
+    "hardcoded-option-id": Breakage(HardcodedOptionId, "perm.response.valid-option", status="WARN"),
     "ignores-permission-policy": Breakage(IgnoresPermissionPolicy, "perm.auto", status="INFO"),
     "pending-not-cancelled": Breakage(
         PendingNotCancelled, "perm.cancelled-on-cancel", scenario="client-cancel-pending-permission"
