@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from acp_conformance.clauses import registry
 from acp_conformance.errors import ConformanceFailure, PeerError
 from acp_conformance.peer import DeadlineMemory
+from acp_conformance.redaction import redactor
 from acp_conformance.results import ClauseResult, Status, adjust, judged
 from acp_conformance.transcript import Transcript
 
@@ -43,7 +44,13 @@ DEAD_AFTER = 2
 
 
 class AcpSpecWarning(UserWarning):
-    """A SHOULD-level recommendation the peer does not follow."""
+    """A SHOULD-level recommendation the peer does not follow.
+
+    Its message quotes what the peer sent and pytest prints it in the warnings summary, outside
+    the reports' redaction: it is redacted here, the one place every such warning is made."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redactor()(message))
 
 
 @dataclass

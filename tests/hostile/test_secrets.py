@@ -59,7 +59,7 @@ def where(text: str, secret: str) -> str:
 def test_the_agent_really_leaked(leaky: HostileRun) -> None:
     """The attack ran: the checks saw the values (otherwise the tests below prove nothing)."""
     statuses = leaky.statuses()
-    assert statuses["jsonrpc.unknown-method"] == "FAIL"  # its error message carries the secrets
+    assert statuses["jsonrpc.unknown-method"] == "WARN"  # its error message carries the secrets
     assert statuses["update.discriminator"] == "FAIL"  # the schema-invalid update names the secret
     assert "[REDACTED]" in evidence_of(leaky)
     assert not leaky.strays
