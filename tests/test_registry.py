@@ -132,7 +132,11 @@ KNOWN_UNPROVEN_CLIENT: set[str] = {
     "cap.custom-meta",
     "ext.meta.no-assumptions",
     "ext.request.unknown",
+    # the same sentence as content.*.gated, which judge each gated block (one defect, one FAIL)
     "prompt.content-gated",
+    # the client half shows only in an answer to a request the agent MUST NOT send: robustness,
+    # elicit.mode.unadvertised-error's WARN (the agent half is proven by the broken agents)
+    "elicit.capability.explicit",
 }
 
 #: Dotted lowercase strings that look like clause ids and are not: capability paths and JSON paths.

@@ -38,7 +38,7 @@ def _is_request_id(node: ast.expr) -> bool:
 #: Comparisons of ids that are no request ids: a session config option's own ``id``.
 NOT_REQUEST_IDS = {
     ("acp_conformance/endpoints/agent.py", "opt.get('id') == p.get('configId')"),
-    ("acp_conformance/suite/agent/test_modes_config.py", "o.get('id') == option['id']"),
+    ("acp_conformance/suite/agent/test_modes_config.py", "o.get('id') == oid"),
 }
 
 
