@@ -115,12 +115,12 @@ def test_options_that_depend_on_another_are_no_incomplete_answer(tmp_path: Path)
 
 
 def test_a_turn_still_winding_down_at_the_deadline_is_not_judged_unanswered(tmp_path: Path) -> None:
-    """An agent that, once its turn is cancelled, streams what it is doing for three seconds before
+    """An agent that, once its turn is cancelled, streams what it is doing for eight seconds before
     answering ``cancelled``: past a two-second deadline the turn is at work, not silent.
     cancelreq.must-answer is INCONCLUSIVE, saying so (it once FAILed); how soon a cancelled turn
     ends is cancel.stop-asap's, a SHOULD."""
     run = run_suite(
-        f"{PY} {CONFORMING} winds-down-for-three-seconds",
+        f"{PY} {CONFORMING} winds-down-slowly",
         tmp_path,
         "--acp-timeout=2",
         "-k",

@@ -298,12 +298,13 @@ class WindsDownAfterCancel(MockAgent):
         return proposed
 
 
-class WindsDownForThreeSeconds(WindsDownAfterCancel):
-    """The same, streaming for three seconds: past a short ``--acp-timeout`` (run it with
-    ``--acp-timeout=2``), a turn still at work when the suite's wait ends.  The suite once FAILed
+class WindsDownSlowly(WindsDownAfterCancel):
+    """The same, streaming for eight seconds: past a short ``--acp-timeout`` (run it with
+    ``--acp-timeout=2``: the suite's observation window and its deadline together stay under
+    eight seconds), a turn still at work when the suite's wait ends.  The suite once FAILed
     ``cancelreq.must-answer`` on it (no answer within the deadline, though it kept streaming)."""
 
-    steps = 30
+    steps = 80
 
 
 class TinyPages(MockAgent):
@@ -444,7 +445,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "all-unusual": AllUnusual,
     "asks-through-a-tool": AsksThroughATool,
     "mode-dependent-models": ModeDependentModels,
-    "winds-down-for-three-seconds": WindsDownForThreeSeconds,
+    "winds-down-slowly": WindsDownSlowly,
     "edits-its-draft": EditsItsDraft,
     "odd-session-ids": OddSessionIds,
     "echoes-the-prompt": EchoesThePrompt,
