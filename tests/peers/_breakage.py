@@ -111,7 +111,8 @@ class Breakage(Generic[P]):
     #: Clauses whose tests a targeted proof runs as well, though the breakage must give them no finding:
     #: the proof that a rule keeping a FAIL away holds (a full proof runs them anyway).
     quiet: frozenset[str] = field(default_factory=frozenset)
-    #: The fuzz campaign (test name) that finds the breakage: targeted proofs run only it.
+    #: The one test that finds the breakage (a fuzz campaign, or a scripted test where only one
+    #: does): targeted proofs run only it, with the campaigns' example budget.
     fuzz: str = ""
     #: Words the finding on ``breaks`` must carry in one test's message: which of the places that
     #: judge the clause gave it, where the breakage exists to show that one of them can.

@@ -377,9 +377,9 @@ class QuitsOnAGrantedPermission(_Filtered):
     for that turn's permission request makes it exit: the turn neither ends nor asks anything more.
     A permission answered ``cancelled`` (the client cancelling the turn) is honoured as usual.
 
-    The stateful machine waits for such a turn in ``_advance`` (after answering its permission);
-    it must judge it ``jsonrpc.every-request-answered`` on the read proof there, as it does for a
-    cancelled turn's wait (``abandons-a-turn-for-another``)."""
+    A test that answers the permission after such a request meets the exit and must judge the turn
+    ``jsonrpc.every-request-answered`` on the read proof: the ``jsonrpc.bidirectional`` test does, and
+    so does the stateful machine in ``_advance`` (tests/e2e/test_stateful_branches.py)."""
 
     def make_peer(self, transport: Transport) -> Peer:
         peer = super().make_peer(transport)
@@ -653,13 +653,18 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         fuzz="test_stateful_session_lifecycle",
         says="session/prompt was not answered (the peer closed its output",
     ),
-    # Only the stateful machine answers a permission after a later request was answered: the
-    # wait for the rest of that turn (``_advance``) meets the exit.
+    # The jsonrpc.bidirectional test answers the held permission after the agent has answered our
+    # later session/new: the wait for the turn's answer meets the exit, on the read proof. The
+    # stateful machine's own branch for it (``_advance``) is driven step by step in
+    # tests/e2e/test_stateful_branches.py: its search reaches it only in some examples, and
+    # which ones depends on timing (a CI run once missed it).
     "quits-on-a-granted-permission": Breakage(
         QuitsOnAGrantedPermission,
         "jsonrpc.every-request-answered",
-        fuzz="test_stateful_session_lifecycle",
-        says="neither ended nor asked anything",
+        fuzz="test_requests_served_while_the_agent_waits_on_us",
+        says="though it answered our request id",
+        # That test's own clause: the agent serves our requests while it waits on us (run, not flagged).
+        quiet=frozenset({"jsonrpc.bidirectional"}),
     ),
     # The suite's deliberately broken requests (missing required params) left unanswered: robustness only,
     # once: jsonrpc.invalid-params judges the code of an answer, and has none (INCONCLUSIVE).
