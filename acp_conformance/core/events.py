@@ -101,6 +101,12 @@ class Response:
     message: Any = None
     stray: bool = False
 
+    @property
+    def code(self) -> Any:
+        """The error's ``code`` member, or None for a result or an error object without one: the
+        one reading of "which error was this" (its type is the peer's, judged elsewhere)."""
+        return self.error.get("code") if self.is_error and isinstance(self.error, dict) else None
+
 
 @dataclass(frozen=True, slots=True)
 class Unjudged:

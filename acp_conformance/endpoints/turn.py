@@ -66,8 +66,7 @@ class PermissionAnswer:
     def unimplemented(self) -> bool:
         """The client answered -32601: it does not implement its baseline method (overview.mdx),
         ``perm.client-baseline``'s WARN; its outcome clauses then have nothing to judge."""
-        err = self.response.error if self.response is not None and self.response.is_error else None
-        return isinstance(err, dict) and err.get("code") == ErrorCode.METHOD_NOT_FOUND
+        return self.response is not None and self.response.code == ErrorCode.METHOD_NOT_FOUND
 
     def describe(self) -> str:
         """For messages: the error, the outcome, or that nothing came."""

@@ -686,8 +686,8 @@ class FrameFuzzer(ABC):
                         refusal = f"no answer to its probe {method} ({got.silence})"
                 else:
                     came = got.response
-                    code = came.error.get("code") if came.is_error and isinstance(came.error, dict) else None
-                    same = plain.is_error and isinstance(plain.error, dict) and plain.error.get("code") == code
+                    code = came.code
+                    same = plain.is_error and plain.code == code
                     refusal = f"error {code!r} to its probe {method}" if came.is_error and not same else ""
             if peer.conn.is_outstanding(probe_id):  # judged here: a late answer is no stray
                 peer.conn.allow_unpaired(probe_id)

@@ -103,8 +103,7 @@ def blocked_by_auth(acp: AgentHarness, conn: Connection) -> NoReturn:
 
 def auth_required(resp: Response | None) -> bool:
     """The answer is -32000 (auth_required): the agent wants ``authenticate`` first."""
-    err = resp.error if resp is not None and resp.is_error else None
-    return isinstance(err, dict) and err.get("code") == AUTH_REQUIRED
+    return resp is not None and resp.code == AUTH_REQUIRED
 
 
 def check_auth(acp: AgentHarness, conn: Connection, resp: Response | None) -> None:

@@ -53,7 +53,6 @@ __all__ = [
     "close_out",
     "describe",
     "describe_effect",
-    "error_code",
     "hold_proves",
     "is_prompt_response",
     "no_tool_reason",
@@ -79,8 +78,6 @@ Json = dict[str, Any]
 
 
 # ------------------------------------------------------------------ helpers
-def error_code(resp: Response) -> Any:
-    return resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
 
 
 def short(value: Any, limit: int = 300) -> str:

@@ -9,6 +9,8 @@ interactive login.  authMethods' shape is judged in test_initialization.py.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -18,7 +20,7 @@ from acp_conformance.errors import PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, not_applicable, silence_judged_once
-from acp_conformance.suite.agent._helpers import AUTH_REQUIRED, describe, error_code, short
+from acp_conformance.suite.agent._helpers import AUTH_REQUIRED, describe, short
 
 # Own process under --acp-isolation=connection: authenticating changes what every later request of the process may do.
 pytestmark = [pytest.mark.anyio, pytest.mark.acp_own_process]
@@ -106,7 +108,7 @@ async def test_logout(acp_agent: AgentHarness) -> None:
             describe(resp),
         )
         assert probe is not None
-        if error_code(probe) != AUTH_REQUIRED and await _serves_without_authentication(acp_agent):
+        if probe.code != AUTH_REQUIRED and await _serves_without_authentication(acp_agent):
             # authentication.mdx: after logout "new sessions that require authentication" need it again;
             # this agent's sessions never did.
             not_applicable(
@@ -115,17 +117,25 @@ async def test_logout(acp_agent: AgentHarness) -> None:
             )
         acp_agent.check(
             "auth.logout.reauth",
-            error_code(probe) == AUTH_REQUIRED,
+            probe.code == AUTH_REQUIRED,
             "session/new after logout to need authentication again (error -32000 auth_required)",
             describe(probe),
         )
 
 
-async def _serves_without_authentication(acp: AgentHarness) -> bool:
-    """A fresh connection, initialized and never authenticated, gets a session from session/new."""
+@contextlib.asynccontextmanager
+async def _never_authenticated(acp: AgentHarness) -> AsyncIterator[tuple[Connection, dict[str, Any], Response]]:
+    """A fresh connection, initialized (the harness would authenticate with --acp-auth-method) but
+    never authenticated, with the params of its ``session/new`` and the answer to it."""
     async with acp.connect(initialize=False) as conn:
         await conn.client.initialize(timeout=acp.config.startup_timeout)
-        resp = await conn.peer.call("session/new", {"cwd": str(conn.sandbox.root), "mcpServers": []})
+        params: dict[str, Any] = {"cwd": str(conn.sandbox.root), "mcpServers": []}
+        yield conn, params, await conn.peer.call("session/new", params)
+
+
+async def _serves_without_authentication(acp: AgentHarness) -> bool:
+    """A fresh connection, never authenticated, gets a session from session/new."""
+    async with _never_authenticated(acp) as (_, _, resp):
         return not resp.is_error
 
 
@@ -135,13 +145,10 @@ async def test_a_refusal_for_want_of_authentication_is_auth_required(acp_agent: 
     with -32000: as it should be.  Refused otherwise: only once session/new succeeds after
     ``authenticate`` (--acp-auth-method) do we know the refusal was about authentication, and
     then it should have been -32000 (auth_required)."""
-    async with acp_agent.connect(initialize=False) as conn:
-        await conn.client.initialize(timeout=acp_agent.config.startup_timeout)
-        params = {"cwd": str(conn.sandbox.root), "mcpServers": []}
-        first = await conn.peer.call("session/new", params)
+    async with _never_authenticated(acp_agent) as (conn, params, first):
         if not first.is_error:
             not_applicable("the agent accepted session/new before authenticate: it requires no authentication")
-        if error_code(first) == AUTH_REQUIRED:
+        if first.code == AUTH_REQUIRED:
             acp_agent.record("error.auth-required", Status.PASS, "session/new before authenticate: -32000")
             return
         if acp_agent.config.auth_method is None:

@@ -433,7 +433,7 @@ async def test_cancel_request_for_the_prompt_gets_one_answer(acp_agent: AgentHar
             f"no response within {conn.peer.timeout:g} s of {via}",
         )
         assert resp is not None
-        code = resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
+        code = resp.code
         if also_cancelled:
             # It ignored $/cancel_request (support is optional); the turn ended through session/cancel,
             # whose answer cancel.no-error judges.

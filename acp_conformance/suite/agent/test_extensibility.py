@@ -23,7 +23,6 @@ from acp_conformance.suite.agent._helpers import (
     authenticate_if_configured,
     check_auth,
     describe,
-    error_code,
     open_session,
     plain_prompt_elsewhere,
     prompt_turn,
@@ -176,9 +175,7 @@ async def test_missing_required_params_get_invalid_params(acp_agent: AgentHarnes
             except PeerTimeout as exc:
                 silence_judged_once(acp_agent, "jsonrpc.invalid-params", expected, exc)
                 continue
-            acp_agent.check(
-                "jsonrpc.invalid-params", error_code(resp) == ErrorCode.INVALID_PARAMS, expected, describe(resp)
-            )
+            acp_agent.check("jsonrpc.invalid-params", resp.code == ErrorCode.INVALID_PARAMS, expected, describe(resp))
 
 
 @pytest.mark.acp_clause("prompt.unknown-session", "error.resource-not-found")
@@ -198,7 +195,7 @@ async def test_prompt_for_an_unknown_session(acp_agent: AgentHarness) -> None:
             return
         acp_agent.check("prompt.unknown-session", resp.is_error, any_error, describe(resp))
         acp_agent.check(
-            "error.resource-not-found", error_code(resp) == ErrorCode.RESOURCE_NOT_FOUND, not_found, describe(resp)
+            "error.resource-not-found", resp.code == ErrorCode.RESOURCE_NOT_FOUND, not_found, describe(resp)
         )
 
 

@@ -17,7 +17,7 @@ from acp_conformance.errors import PeerError, PeerTimeout
 from acp_conformance.harness import AgentHarness, Connection
 from acp_conformance.results import Status
 from acp_conformance.suite._support import new_session, not_applicable, run_turn, silence_judged_once
-from acp_conformance.suite.agent._helpers import PING, describe, error_code, is_prompt_response, wait_prompt_response
+from acp_conformance.suite.agent._helpers import PING, describe, is_prompt_response, wait_prompt_response
 
 pytestmark = pytest.mark.anyio
 
@@ -67,7 +67,7 @@ async def test_unknown_extension_request_gets_method_not_found(acp_agent: AgentH
             return
         # The peer pairs responses by id: one that arrived carries ours.
         acp_agent.record("ext.request.respond", Status.PASS, f"a response with the request's id {resp.id!r}")
-        code = resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
+        code = resp.code
         acp_agent.check(
             "ext.request.unknown",
             code == ErrorCode.METHOD_NOT_FOUND,
@@ -224,7 +224,7 @@ def _held_kind(e: Event) -> bool:
 
 
 def _answer_kind(resp: Response) -> str:
-    return f"error {error_code(resp)!r}" if resp.is_error else "a result"
+    return f"error {resp.code!r}" if resp.is_error else "a result"
 
 
 async def _hold_first_request(acp_agent: AgentHarness, conn: Connection) -> tuple[Request, Any, int]:

@@ -82,7 +82,7 @@ def _auth_refusal(events: Sequence[Any]) -> str | None:
     from acp_conformance.core.events import Response
 
     for ev in events:
-        if isinstance(ev, Response) and ev.is_error and isinstance(ev.error, dict) and ev.error.get("code") == -32000:
+        if isinstance(ev, Response) and ev.code == -32000:
             return str(ev.method)
     return None
 

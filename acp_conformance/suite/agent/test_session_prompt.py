@@ -68,7 +68,7 @@ async def test_basic_prompt_turn(acp_agent: AgentHarness) -> None:
         turn = await conn.client.prompt(sid, acp_agent.config.prompt)
         resp = turn.response
         assert resp is not None
-        missing = resp.is_error and isinstance(resp.error, dict) and resp.error.get("code") == METHOD_NOT_FOUND
+        missing = resp.code == METHOD_NOT_FOUND
         acp_agent.check(
             "cap.session-baseline",
             not missing,

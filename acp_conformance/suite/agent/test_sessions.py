@@ -44,7 +44,6 @@ from acp_conformance.suite.agent._helpers import (
     ask_permission,
     check_auth,
     describe,
-    error_code,
     hold_proves,
     no_tool_reason,
     open_session,
@@ -358,7 +357,7 @@ async def test_load_of_an_unknown_session_is_not_found(acp_agent: AgentHarness) 
         )
         acp_agent.check(
             "error.resource-not-found",
-            error_code(resp) == RESOURCE_NOT_FOUND,
+            resp.code == RESOURCE_NOT_FOUND,
             f"error -32002 (resource not found) for session/load of the unknown sessionId {bogus!r}, not a success",
             describe(resp),
         )

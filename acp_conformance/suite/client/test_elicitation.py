@@ -88,7 +88,7 @@ async def test_an_unadvertised_mode_is_refused(acp_client: ClientHarness) -> Non
             acp_client.record("elicit.capability.explicit", Status.NOT_APPLICABLE, reason)
         resp = await _ask(acp_client, turn, mode)
         if not isinstance(resp, PeerTimeout):
-            code = resp.error.get("code") if resp.is_error and isinstance(resp.error, dict) else None
+            code = resp.code
             answer = f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}"
             accepted = not resp.is_error and isinstance(resp.result, dict) and resp.result.get("action") == "accept"
             if declared:

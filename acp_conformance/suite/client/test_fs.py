@@ -69,7 +69,7 @@ async def test_read_text_file(acp_client: ClientHarness) -> None:
             f"result {missing.result!r}",
         )
         if missing.is_error:
-            code = missing.error.get("code") if isinstance(missing.error, dict) else None
+            code = missing.code
             acp_client.check(
                 "error.resource-not-found",
                 code == RESOURCE_NOT_FOUND,

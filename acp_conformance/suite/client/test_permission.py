@@ -240,7 +240,7 @@ async def test_cancel_request_for_a_held_permission_request(acp_client: ClientHa
                 f"the client answered the withdrawn permission request with a result after {via}, not an error",
             )
         else:
-            code = resp.error.get("code") if isinstance(resp.error, dict) else None
+            code = resp.code
             acp_client.check(
                 "error.cancelled",
                 code == jsonrpc.ErrorCode.REQUEST_CANCELLED,
