@@ -128,13 +128,17 @@ class AgentSetup:
         """The clause a client breaks by using a capability of ``kind`` (``object`` / ``flag``) this
         setup did not give it: the gate's own, or the rule of how this setup withheld it (no
         capabilities at all, a null object, an omitted flag), one defect, one clause."""
+        return self.withheld(clause, kind)[0]
+
+    def withheld(self, clause: str, kind: str) -> tuple[str, str]:
+        """``gate_clause``, and how this setup withheld the capability, for the finding's words."""
         if self.omit_capabilities:
-            return "cap.omitted-unsupported"
+            return "cap.omitted-unsupported", "absent (agentCapabilities left out)"
         if kind == "object" and self.null_objects:
-            return "cap.object-presence"
+            return "cap.object-presence", "null"
         if kind == "flag" and self.flags_omitted:
-            return "cap.agent.defaults"
-        return clause
+            return "cap.agent.defaults", "omitted (false)"
+        return clause, "false" if kind == "flag" else "not advertised"
 
     def capabilities(self) -> dict[str, Any]:
         if self.omit_capabilities:
@@ -595,11 +599,9 @@ class AgentEndpoint:
                 if not caps.get(flag):
                     # One clause per use: the type's own (prompt.content-gated is the same sentence
                     # of prompt-turn.mdx § 1), or the rule of how this setup withheld it.
-                    how = "omitted (false)" if self.setup.flags_omitted else "false"
-                    if self.setup.omit_capabilities:
-                        how = "absent (agentCapabilities left out)"
+                    gate, how = self.setup.withheld(clause, "flag")
                     why = f"prompt carries a {kind} block although promptCapabilities.{flag} is {how}"
-                    self.flag(self.setup.gate_clause(clause, "flag"), why, req)
+                    self.flag(gate, why, req)
         turn = PromptTurn(self, req)
         self.turns.append(turn)
         self.notify()
