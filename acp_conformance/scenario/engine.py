@@ -421,6 +421,12 @@ class Engine:
         said = f"the {other} closed its output first"
         return said if self._exited is None else self._exited.describe(other, message=said)
 
+    def _unproven(self, rid: Any) -> str:
+        """Why our request ``rid``, still without its answer, is not proven unanswered
+        (``Peer.why_unproven``: the peer exited and nothing shows it had read it; an answer under
+        a wrong id came meanwhile), or "": the same rule the suite's own tests judge a silence by."""
+        return self.peer.why_unproven(rid) if rid is not None and self.peer.conn.is_outstanding(rid) else ""
+
     def _deadline(self, within: float | None, is_initialize: bool = False) -> float:
         limit = within if within is not None else self.timeout
         if is_initialize and not self._initialized_sent:
@@ -445,7 +451,7 @@ class Engine:
         )
         if ev is None:
             why = self._closed_first() if tag == _EOF else f"nothing within {limit:g} s"
-            self.judge.fail(spec, path, what, why, pos, "response", None)
+            self.judge.fail(spec, path, what, why, pos, "response", None, unproven=self._unproven(rid))
             return
         assert isinstance(ev, Response)
         if spec.result is None and spec.error is None and ev.is_error:
@@ -532,7 +538,13 @@ class Engine:
             if closest:
                 why += "; closest: " + "; ".join(closest)
             closest_frames = [e for _, e, _ in near[-3:]]
-            self.judge.fail(spec, path, what, why, start, spec.frame_kind(), method_of(spec), closest_frames)
+            # No answer to our request at all (not a wrong one): judged only where proven.
+            unproven = ""
+            if spec.response and tag != "before" and not near:
+                unproven = self._unproven(self.requests.get(spec.response))
+            self.judge.fail(
+                spec, path, what, why, start, spec.frame_kind(), method_of(spec), closest_frames, unproven=unproven
+            )
             return
         self.values.update(found)
         if spec.as_:

@@ -90,7 +90,10 @@ class Judge:
         kind: str,
         method: str | None,
         near: list[Event] | None = None,
+        unproven: str = "",
     ) -> None:
+        """``unproven``: why the answer missing from our request proves no breach (``Peer.why_unproven``):
+        the step is INCONCLUSIVE with that reason and the scenario stops, as when the frames were garbled."""
         near = near or []
         message = f"expected {what}; observed {why}"
         as_ = getattr(spec, "as_", None)
@@ -99,6 +102,10 @@ class Judge:
         if self.unheld(spec, path, _KIND_OF[type(spec)], message, near):
             return
         message += self.held_note(spec)
+        if unproven:
+            kind = _KIND_OF[type(spec)]
+            self.record(list(spec.clause or []), path, kind, Status.INCONCLUSIVE, f"{message} - not judged: {unproven}")
+            raise Stop("inconclusive", f"{self.where(path)}: no answer, not proven unanswered: {unproven}")
         precondition = getattr(spec, "precondition", None)
         if precondition is not None:
             raise Stop(

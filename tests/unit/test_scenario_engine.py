@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from acp_conformance.results import Status
@@ -353,3 +354,50 @@ async def test_while_pending_makes_a_race_that_was_not_provoked_inconclusive() -
     # The round trip that proves it is an extension request, not something the scenario judges.
     assert result.transcript is not None
     assert b"_acp-conformance/ping" in result.transcript.to_jsonl()
+
+
+class SilentOnASecondSession(MockAgent):
+    """Reads a second ``session/new`` and never answers it; with ``exits``, closes its output instead."""
+
+    exits = False
+
+    async def handle_new_session(self, req: Any) -> Any:
+        if getattr(self, "_one_served", False):
+            if self.exits:
+                await self.peer.transport.close_output()
+                await self.peer.transport.aclose()
+            await anyio.sleep_forever()
+        self._one_served = True
+        return await super().handle_new_session(req)
+
+
+class ExitsOnASecondSession(SilentOnASecondSession):
+    exits = True
+
+
+SECOND_SESSION = """
+  - call:
+      request: session/new
+      params: {cwd: "{{sandbox}}", mcpServers: []}
+      clause: jsonrpc.every-request-answered
+"""
+
+
+@pytest.mark.parametrize("how", ["call", "send-expect"])
+async def test_a_missing_answer_is_judged_only_where_proven(how: str) -> None:
+    """A peer alive and silent past the deadline left our request unanswered: FAIL.  A peer that
+    closed its output with it pending may never have read it (``Peer.why_unproven``, the rule the
+    suite's tests share): INCONCLUSIVE with that reason, never FAIL."""
+    steps = SECOND_SESSION
+    if how == "send-expect":
+        steps = """
+  - send: {request: session/new, params: {cwd: "{{sandbox}}", mcpServers: []}, as: second}
+  - expect: {response: second, clause: jsonrpc.every-request-answered}
+"""
+    silent = await play(steps, agent_cls=SilentOnASecondSession, settings=Settings(timeout=1.0, startup_timeout=3.0))
+    assert statuses(silent)["jsonrpc.every-request-answered"] == "FAIL", silent.summary()
+    gone = await play(steps, agent_cls=ExitsOnASecondSession)
+    assert gone.end == "inconclusive", gone.summary()
+    assert statuses(gone)["jsonrpc.every-request-answered"] == "INCONCLUSIVE", gone.summary()
+    said = [o.message for o in gone.outcomes if o.status is Status.INCONCLUSIVE]
+    assert any("nothing shows it had read the request" in m for m in said), said
