@@ -276,6 +276,10 @@ class Peer:
         #: Why this connection may not be lent to another test (``harness.pool``): we sent what a
         #: fresh one would not get.  ``inbound_filter``: keeps an earlier lease's frames out.
         self.tainted = ""
+        #: A frame no conforming peer sends that we sent on purpose (``send_raw(forbidden=...)``: a
+        #: second response, one to an id never used): what the peer leaves unanswered after it is
+        #: robustness, never a MUST finding (``_unanswered``).
+        self.provoked = ""
         self.inbound_filter: Callable[[list[Event]], list[Event]] | None = None
 
     # --------------------------------------------------------------- lifecycle
@@ -314,6 +318,7 @@ class Peer:
         self._extension = set()
         self._strays.clear()
         self.wire_filter, self.tainted, self._unterminated_noted, self.searching = None, "", 0, False
+        self.provoked = ""
         self.holding = None  # the next user's endpoint says what it holds (``harness.pool``)
         self.conn.begin_lease()
 
@@ -549,9 +554,12 @@ class Peer:
         self.conn.send_request(method, None, id=rid)  # registers the id; the bytes are not sent
         self._responses.pop(jsonrpc.id_key(rid), None)
 
-    async def send_raw(self, data: bytes) -> None:
-        """Write bytes exactly as given: for deliberately malformed input."""
+    async def send_raw(self, data: bytes, *, forbidden: str = "") -> None:
+        """Write bytes exactly as given: for deliberately malformed input.  ``forbidden``: what
+        makes them a frame no conforming peer sends, when they are one (``provoked``)."""
         self.tainted = "raw bytes sent"
+        if forbidden:
+            self.provoked = forbidden
         self.conn.note_raw_sent()
         await self._write(data, None, raw=True)
 
@@ -822,7 +830,7 @@ class Peer:
         request (``_forbidden``), whose silence says nothing of how the peer answers valid ones,
         nor while we held a request of the peer's (``holding``), a silence we provoked."""
         charged = self._unanswered(key, message) if unanswered else ""
-        provoked = key in self._forbidden or bool(self.held_by_us())
+        provoked = key in self._forbidden or bool(self.provoked) or bool(self.held_by_us())
         if self.deadlines is not None and limit >= self.timeout and not provoked:
             self.deadlines.missed(method, self.where or "an earlier test", search=self.searching)
         return charged
@@ -832,7 +840,8 @@ class Peer:
         (returned):
 
         * ``jsonrpc.survives-invalid-input`` for one no conforming peer would send (``_forbidden``:
-          sent so on purpose): a finding provoked by input the spec forbids us to send is a
+          sent so on purpose), or any, once we have sent such a frame on this connection
+          (``provoked``): a finding provoked by input the spec forbids us to send is a
           robustness finding, never a MUST's;
         * ``ext.request.respond`` for an extension (``_``-prefixed) request: extensibility.mdx's
           MUST for exactly these, narrower than JSON-RPC's rule for every request;
@@ -843,6 +852,12 @@ class Peer:
             message = (
                 f"{message}: sent on purpose, {why}; no conforming peer sends such a request, so its "
                 "silence is no jsonrpc.every-request-answered finding"
+            )
+        elif self.provoked:
+            clause = "jsonrpc.survives-invalid-input"
+            message = (
+                f"{message}, after we had sent on purpose {self.provoked}, which no conforming peer sends: "
+                "its silence then is robustness, no jsonrpc.every-request-answered finding"
             )
         elif key in self._extension:
             clause = "ext.request.respond"

@@ -123,7 +123,8 @@ class Answers:
             else:
                 frame["result"] = result
             self.peer.transcript.note(f"scenario: deliberately answering id {rid!r} (already answered or unknown)")
-            await self.peer.send_raw(orjson.dumps(frame) + b"\n")
+            what = "a second response to" if spec.again else "a response to no pending request of its own,"
+            await self.peer.send_raw(orjson.dumps(frame) + b"\n", forbidden=f"{what} id {rid!r}")
         elif error is not None:
             await self.peer.respond_error(rid, error["code"], error["message"], error.get("data"))
         else:

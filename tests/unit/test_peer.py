@@ -665,3 +665,26 @@ async def test_silence_after_a_request_the_peer_did_not_advertise_is_robustness(
             with pytest.raises(PeerTimeout):
                 await client.call("session/load", load, timeout=0.2)
             assert [v.clause_id for v in client.violations()][1:] == ["jsonrpc.every-request-answered"]
+
+
+async def test_silence_after_a_frame_we_sent_on_purpose_is_robustness() -> None:
+    """Once we have sent, on purpose, a frame no conforming peer sends (a second response, one to an
+    id never used: ``send_raw(forbidden=...)``), what the peer leaves unanswered is robustness
+    (jsonrpc.survives-invalid-input), never jsonrpc.every-request-answered: a raw frame sent
+    without that mark changes nothing."""
+
+    async def hold(req: Request) -> Any:
+        return NO_ANSWER
+
+    with anyio.fail_after(10):
+        async with connected() as (client, agent, _):
+            agent.handlers["session/new"] = hold
+            await client.send_raw(b'{"jsonrpc":"2.0","method":"_x/valid","params":{}}\n')  # raw, not forbidden
+            with pytest.raises(PeerTimeout):
+                await client.call("session/new", NEW_SESSION, timeout=0.2)
+            await client.send_raw(b'{"jsonrpc":"2.0","id":"never-used","result":{}}\n', forbidden="a stray response")
+            with pytest.raises(PeerTimeout):
+                await client.call("session/new", NEW_SESSION, timeout=0.2)
+            clauses = [v.clause_id for v in client.violations()]
+            assert clauses == ["jsonrpc.every-request-answered", "jsonrpc.survives-invalid-input"], clauses
+            assert "after we had sent on purpose a stray response" in client.violations()[1].message

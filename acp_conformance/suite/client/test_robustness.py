@@ -179,10 +179,11 @@ async def test_stray_responses_and_shared_ids(acp_client: ClientHarness) -> None
             f"error {resp.error!r}" if resp.is_error else f"result {resp.result!r}",
         )
         init = conn.agent.init_request
-        await conn.peer.send_raw(b'{"jsonrpc":"2.0","id":"never-sent-by-the-client-9","result":{}}\n')
+        stray = b'{"jsonrpc":"2.0","id":"never-sent-by-the-client-9","result":{}}\n'
+        await conn.peer.send_raw(stray, forbidden="a response to an id the client never used")
         if init is not None:
             again: dict[str, Any] = {"jsonrpc": "2.0", "id": init.id, "result": AgentSetup().initialize_result()}
-            await conn.peer.send_raw(orjson.dumps(again) + b"\n")
+            await conn.peer.send_raw(orjson.dumps(again) + b"\n", forbidden="a second response to initialize")
         await still_answers(
             acp_client, turn, "jsonrpc.survives-invalid-input", "responses it never asked for", baseline
         )
