@@ -68,6 +68,10 @@ class ClientCapabilities:
     #: Leave the false flags out (``fs: {}``, no ``terminal``) instead of sending ``false``: the
     #: schema's defaults, which an agent must read as unsupported (cap.client.fs-defaults).
     flags_omitted: bool = False
+    #: Capability objects (``fs``, ``terminal``) left out of ``clientCapabilities`` altogether (a
+    #: scenario's own ``initialize``): an agent using one takes an absent capability for supported
+    #: (cap.omitted-unsupported), the rule the mock agent applies the other way (``AgentSetup.withheld``).
+    absent: frozenset[str] = frozenset()
 
     @classmethod
     def none(cls) -> ClientCapabilities:
@@ -89,7 +93,7 @@ class ClientCapabilities:
             }
         if self.extra:
             caps.update(self.extra)
-        return caps
+        return {k: v for k, v in caps.items() if k not in self.absent}
 
 
 class PermissionPolicy:
@@ -540,9 +544,13 @@ class ClientEndpoint:
 
     # -------------------------------------------------------------------- fs
     def _gate(self, req: Request, allowed: bool, clause: str, what: str) -> None:
+        """One ungated call, one clause: the gate's own, or the rule of how it was withheld."""
+        top = req.method.split("/", 1)[0]
         if not allowed and self.capabilities.flags_omitted:
             # Not advertised by leaving the flag out: the default (false) is the clause broken.
             clause, what = "cap.client.fs-defaults", f"{what} (omitted: false by default)"
+        elif not allowed and top in self.capabilities.absent:
+            clause, what = "cap.omitted-unsupported", f"{what} (clientCapabilities.{top} left out)"
         if not allowed:
             self.peer.flag(clause, f"agent called {req.method} although the client did not advertise {what}", about=req)
             raise HandlerError(

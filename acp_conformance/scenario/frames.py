@@ -168,4 +168,5 @@ def client_caps(wire: Any) -> ClientCapabilities:
         terminal=caps.get("terminal") is True,
         elicitation_form="form" in modes,
         elicitation_url="url" in modes,
+        absent=frozenset(k for k in ("fs", "terminal") if k not in caps),
     )

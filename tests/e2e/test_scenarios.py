@@ -98,7 +98,7 @@ def test_agent_library_is_green_against_the_reference_agent(path: Path, tmp_path
 
 
 #: (scenario, broken agent, what the scenario must say about the clauses it judges)
-BROKEN_CASES: list[tuple[str, str, dict[str, str]]] = [
+BROKEN_CASES: list[tuple[str, str, dict[str, str | None]]] = [
     # Nothing holds the long turn open (no model stream of ours): an end other than cancelled, or
     # an error, may have been decided before the cancel arrived. Output after the answer is
     # provable once the turn answered "cancelled" (it had read the cancel); after any other end it
@@ -118,10 +118,10 @@ BROKEN_CASES: list[tuple[str, str, dict[str, str]]] = [
     ("permission-cancel-then-answer", "forgets-cancel-on-cancelled-permission", {"perm.agent-cancel-race": "FAIL"}),
     ("permission-cancel-then-answer", "ends-cancelled-turns-with-end-turn", {"perm.agent-cancel-race": "FAIL"}),
     ("cancel-mid-permission", "forgets-cancel-on-cancelled-permission", {"perm.agent-cancel-race": "FAIL"}),
-    ("capability-gating", "writes-without-capability", {"fs.write.gated": "FAIL"}),
-    ("capability-gating", "reads-without-capability", {"fs.read.gated": "FAIL"}),
-    ("capability-gating", "terminal-without-capability", {"term.gated": "FAIL"}),
-    ("capability-gating", "reads-when-fs-omitted", {"cap.omitted-unsupported": "FAIL", "fs.read.gated": "FAIL"}),
+    ("capability-gating", "writes-without-capability", {"cap.omitted-unsupported": "FAIL", "fs.write.gated": None}),
+    ("capability-gating", "reads-without-capability", {"cap.omitted-unsupported": "FAIL", "fs.read.gated": None}),
+    ("capability-gating", "terminal-without-capability", {"cap.omitted-unsupported": "FAIL", "term.gated": None}),
+    ("capability-gating", "reads-when-fs-omitted", {"cap.omitted-unsupported": "FAIL", "fs.read.gated": None}),
     ("tool-call-lifecycle", "reused-tool-call-id", {"tool.id.unique": "WARN"}),
     ("tool-call-lifecycle", "status-after-completed", {"tool.status.terminal-final": "WARN"}),
     ("tool-call-lifecycle", "no-in-progress", {"prompt.tool-in-progress": "WARN"}),
@@ -140,7 +140,7 @@ BROKEN_CASES: list[tuple[str, str, dict[str, str]]] = [
 
 @pytest.mark.parametrize(("name", "breakage", "expected"), BROKEN_CASES, ids=lambda x: x if isinstance(x, str) else "")
 def test_library_verdicts_against_broken_agents(
-    name: str, breakage: str, expected: dict[str, str], tmp_path: Path
+    name: str, breakage: str, expected: dict[str, str | None], tmp_path: Path
 ) -> None:
     verdict = tmp_path / "verdict.json"
     proc = run(

@@ -477,9 +477,9 @@ class AcceptsUndeclaredImages(MockAgent):
 
 _OMITTED = frozenset({"cap.omitted-unsupported", "cap.client.fs-defaults"})
 _WHY = (
-    "the scenario library's capability-gating turn declares no capabilities at all (clientCapabilities: {}), "
-    "so the same ungated call also takes omitted capabilities for supported; and the flags-omitted gating cell "
-    "(fs: {}, terminal left out) takes the flags' false defaults for true"
+    "the scenario library's capability-gating turn declares no capabilities at all (clientCapabilities: {}): "
+    "there its ungated call takes omitted capabilities for supported; and in the flags-omitted gating cell "
+    "(fs: {}, terminal left out) it takes the flags' false defaults for true: each test's one clause"
 )
 
 BREAKAGES: dict[str, Breakage[MockAgent]] = {
@@ -550,9 +550,8 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "reads-when-fs-omitted": Breakage(
         ReadsWhenFsOmitted,
         "cap.omitted-unsupported",
-        also=frozenset({"fs.read.gated", "cap.client.fs-defaults"}),
-        why_also="reading files the client never offered is also an ungated fs/read_text_file, and with fs: {} "
-        "it takes the flag's false default for true",
+        also=frozenset({"cap.client.fs-defaults"}),
+        why_also="with fs: {} (the flags-omitted gating cell) it takes the flag's false default for true",
     ),
     "reads-when-flag-omitted": Breakage(ReadsWhenFlagOmitted, "cap.client.fs-defaults"),
     "elicitation-without-message": Breakage(ElicitationWithoutMessage, "elicit.request.shape"),
