@@ -290,7 +290,7 @@ async def _continue(acp: AgentHarness, conn: Connection, sid: str, where: str) -
 def _unknown_session_error(resp: Response) -> bool:
     err = resp.error if isinstance(resp.error, dict) else {}
     text = str(err.get("message", "")).lower()
-    return err.get("code") == RESOURCE_NOT_FOUND or any(
+    return resp.code == RESOURCE_NOT_FOUND or any(
         s in text for s in ("not found", "unknown", "no such", "does not exist", "doesn't exist")
     )
 

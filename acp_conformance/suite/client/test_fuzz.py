@@ -131,8 +131,7 @@ class ClientFrameFuzzer(FrameFuzzer):
             await conn.peer.call(probe[0], probe[1])
         tool_call = {"toolCallId": "acp-fuzz-baseline", "title": "Fuzz baseline", "kind": "read", "status": "pending"}
         first = await conn.peer.call(PERMISSION, {"sessionId": sid, "toolCall": tool_call, "options": DEFAULT_OPTIONS})
-        error = first.error if first.is_error and isinstance(first.error, dict) else {}
-        if error.get("code") == jsonrpc.ErrorCode.METHOD_NOT_FOUND:
+        if first.code == jsonrpc.ErrorCode.METHOD_NOT_FOUND:
             implemented.discard(PERMISSION)
         live = Live(conn, probe=probe, implemented=frozenset(implemented))
         live.values = {
