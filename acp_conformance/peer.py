@@ -689,7 +689,7 @@ class Peer:
             await self._answer_or(key, left - limit / 2 if halfway is None else left)
         msg = f"no response to {method} (id {rid!r}) within {limit:g} s{self._stall()}"
         self.note_unterminated()
-        working = turn_output(self.events[halfway:]) if method in _TURN_BOUND and halfway is not None else ""
+        working = self.turn_in_progress(method, halfway)
         if working:
             # A turn still streaming in the second half of the wait is at work, not silent: the spec
             # sets no time for a turn (nor for winding one down after session/cancel or a close), so
@@ -773,6 +773,19 @@ class Peer:
             )
             return IdAnswer(unread="an error without any id", raw=raw)
         return IdAnswer(unread="an error with id null", raw=raw)
+
+    def turn_in_progress(self, method: str, since: int | None) -> str:
+        """The turn output the peer streamed from the log's position ``since`` on (taken half way
+        through a wait for our ``method`` request's answer; ``None`` when the wait ended sooner),
+        when ``method`` is bound to a turn; else "".
+
+        The one reading of "still at work" for a wait on such a request that ended without its
+        answer (``wait_response``, the scenario engine's steps): the spec sets no time for a turn,
+        nor for winding one down after ``session/cancel`` or a close, so a turn streaming in the
+        second half of the wait is at work, not silent, and no clause is charged with it."""
+        if since is None or method not in _TURN_BOUND:
+            return ""
+        return turn_output(self.events[since:])
 
     def why_unproven(self, rid: Any) -> str:
         """Why our request ``rid``, still without an answer under its id, is not proven unanswered

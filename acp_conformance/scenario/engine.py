@@ -31,6 +31,7 @@ outcomes, the verdict), ``judge`` (how a finding becomes an outcome),
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -165,6 +166,8 @@ class Engine:
         self._initialized_sent = False
         #: How the peer ended, once a wait met its closed output (``_closed_first`` words it).
         self._exited: PeerExited | None = None
+        #: The log's position half way through the last step wait that timed out (``_scan``).
+        self._halfway: int | None = None
 
     # ================================================================ running
     async def run(self) -> ScenarioResult:
@@ -405,13 +408,21 @@ class Engine:
             tag = accept(ev)
             return tag is not None
 
+        # The log's position half way through the wait: a turn streaming after it is still at work
+        # (``Peer.turn_in_progress``), kept for the step that judges a missing answer (``_unproven``).
+        self._halfway = None
+        halfway: list[int] = []
+        mark = asyncio.get_running_loop().call_later(timeout / 2, lambda: halfway.append(len(self.peer.events)))
         try:
             ev = await self.peer.wait_for(pred, timeout=timeout, start=start, what="scenario frame")
         except PeerTimeout:
+            self._halfway = halfway[0] if halfway else None
             return -1, None, None
         except PeerExited as exc:
             self._exited = exc
             return -1, None, _EOF
+        finally:
+            mark.cancel()
         return start + calls - 1, ev, tag
 
     def _closed_first(self) -> str:
@@ -421,11 +432,21 @@ class Engine:
         said = f"the {other} closed its output first"
         return said if self._exited is None else self._exited.describe(other, message=said)
 
-    def _unproven(self, rid: Any) -> str:
-        """Why our request ``rid``, still without its answer, is not proven unanswered
-        (``Peer.why_unproven``: the peer exited and nothing shows it had read it; an answer under
-        a wrong id came meanwhile), or "": the same rule the suite's own tests judge a silence by."""
-        return self.peer.why_unproven(rid) if rid is not None and self.peer.conn.is_outstanding(rid) else ""
+    def _unproven(self, rid: Any, method: str | None) -> str:
+        """Why our ``method`` request ``rid``, still without its answer, is not proven unanswered,
+        or "": the rules the suite's own tests judge a silence by.  A turn the peer kept streaming
+        in the second half of the step's wait (``Peer.turn_in_progress``) is at work, not silent;
+        otherwise ``Peer.why_unproven`` (the peer exited and nothing shows it had read it; an
+        answer under a wrong id came meanwhile; we held a request of the peer's)."""
+        if rid is None or not self.peer.conn.is_outstanding(rid):
+            return ""
+        working = self.peer.turn_in_progress(method or "", self._halfway)
+        if working:
+            return (
+                f"{method} (id {rid!r}) is still being worked on: the peer kept streaming turn output in the "
+                f"second half of the wait ({working}), and the spec sets no time for a turn"
+            )
+        return self.peer.why_unproven(rid)
 
     def _deadline(self, within: float | None, is_initialize: bool = False) -> float:
         limit = within if within is not None else self.timeout
@@ -451,7 +472,7 @@ class Engine:
         )
         if ev is None:
             why = self._closed_first() if tag == _EOF else f"nothing within {limit:g} s"
-            self.judge.fail(spec, path, what, why, pos, "response", None, unproven=self._unproven(rid))
+            self.judge.fail(spec, path, what, why, pos, "response", None, unproven=self._unproven(rid, spec.request))
             return
         assert isinstance(ev, Response)
         if spec.result is None and spec.error is None and ev.is_error:
@@ -541,7 +562,7 @@ class Engine:
             # No answer to our request at all (not a wrong one): judged only where proven.
             unproven = ""
             if spec.response and tag != "before" and not near:
-                unproven = self._unproven(self.requests.get(spec.response))
+                unproven = self._unproven(self.requests.get(spec.response), self.request_methods.get(spec.response))
             self.judge.fail(
                 spec, path, what, why, start, spec.frame_kind(), method_of(spec), closest_frames, unproven=unproven
             )

@@ -401,3 +401,40 @@ async def test_a_missing_answer_is_judged_only_where_proven(how: str) -> None:
     assert statuses(gone)["jsonrpc.every-request-answered"] == "INCONCLUSIVE", gone.summary()
     said = [o.message for o in gone.outcomes if o.status is Status.INCONCLUSIVE]
     assert any("nothing shows it had read the request" in m for m in said), said
+
+
+class StreamsWithoutEnd(MockAgent):
+    """A turn that streams message chunks and never ends; with ``quiet``, one that says nothing."""
+
+    quiet = False
+
+    async def handle_prompt(self, req: Any) -> Any:
+        sid = req.params["sessionId"]
+        while not self.quiet:
+            await self.send_update(sid, self.message_chunk("agent_message_chunk", "more", None))
+            await anyio.sleep(0.05)  # the pace of a slow model, not a synchronisation
+        await anyio.sleep_forever()
+
+
+class SilentTurn(StreamsWithoutEnd):
+    quiet = True
+
+
+@pytest.mark.parametrize("how", ["call", "send-expect"])
+async def test_a_turn_still_streaming_at_the_deadline_is_not_judged_unanswered(how: str) -> None:
+    """The spec sets no time for a turn: one the agent kept streaming through the second half of
+    the step's wait is at work (``Peer.turn_in_progress``, the rule ``Peer.wait_response`` judges
+    by), INCONCLUSIVE with that reason; a turn silent past the deadline still FAILs."""
+    prompt = 'request: session/prompt, params: {sessionId: "{{session}}", prompt: [{type: text, text: a}]}'
+    steps = f"\n  - call: {{{prompt}, within: 1, clause: jsonrpc.every-request-answered}}\n"
+    if how == "send-expect":
+        steps = (
+            f"\n  - send: {{{prompt}, as: turn}}"
+            "\n  - expect: {response: turn, within: 1, clause: jsonrpc.every-request-answered}\n"
+        )
+    streaming = await play(steps, agent_cls=StreamsWithoutEnd)
+    assert statuses(streaming)["jsonrpc.every-request-answered"] == "INCONCLUSIVE", streaming.summary()
+    said = [o.message for o in streaming.outcomes if o.status is Status.INCONCLUSIVE]
+    assert any("still being worked on" in m and "agent_message_chunk" in m for m in said), said
+    silent = await play(steps, agent_cls=SilentTurn)
+    assert statuses(silent)["jsonrpc.every-request-answered"] == "FAIL", silent.summary()
