@@ -608,6 +608,12 @@ class Engine:
             return
         end = await self._until_index(spec.until, spec.within)
         if end is None:
+            if spec.precondition is not None:
+                raise Stop(
+                    "inconclusive",
+                    f"precondition not established at {self.judge.where(path)}: {spec.precondition} "
+                    f"({spec.until!r} never arrived, so the window has no end)",
+                )
             self.judge.record(
                 spec.clause,
                 path,

@@ -314,10 +314,12 @@ class ExpectSpec(_FramePattern, _Judged):
         return self
 
 
-class NothingSpec(_FramePattern):
-    """Assert that no matching frame arrives: within a time window, or before a named frame."""
+class NothingSpec(_FramePattern, _Judged):
+    """Assert that no matching frame arrives: within a time window, or before a named frame.
 
-    clause: Clauses = Field(description="the clause id(s) this proves")
+    As a precondition it establishes what a later step needs (no other tool call is about, so a
+    write can only be the refused tool's): a matching frame makes the scenario INCONCLUSIVE."""
+
     within: Duration | None = Field(
         None, description="watch this long (e.g. 300ms); with until: how long to wait for that frame at most"
     )
@@ -331,6 +333,7 @@ class NothingSpec(_FramePattern):
     @model_validator(mode="after")
     def _valid(self) -> NothingSpec:
         self._check_kind("expect_nothing")
+        self._check_judged("expect_nothing")
         if self.within is None and self.until is None:
             raise ValueError("expect_nothing needs within (a time window) or until (a frame, or eof)")
         return self

@@ -14,6 +14,7 @@ from acp_conformance.scenario.library_index import library_dir
 from acp_conformance.scenario.loader import load_scenario, load_text
 from acp_conformance.schema.validator import SchemaValidator
 from mock_agent import MockAgent, Turn
+from mock_agent.agent import CANCELLED
 from mock_agent.scenario_agent import run_pair
 
 pytestmark = pytest.mark.anyio
@@ -438,3 +439,55 @@ async def test_a_turn_still_streaming_at_the_deadline_is_not_judged_unanswered(h
     assert any("still being worked on" in m and "agent_message_chunk" in m for m in said), said
     silent = await play(steps, agent_cls=SilentTurn)
     assert statuses(silent)["jsonrpc.every-request-answered"] == "FAIL", silent.summary()
+
+
+class WritesDespiteACancelledPermission(MockAgent):
+    """Runs the tool it asked about although the answer was ``cancelled``: its write follows."""
+
+    async def turn_tool(self, turn: Turn) -> str:
+        tool = turn.session.next_tool_call_id()
+        await self.emit(turn, self.tool_call(turn, tool))
+        await self.request_permission(turn, tool)
+        await self.write_probe(turn)
+        return CANCELLED
+
+
+class RunsAToolBeside(MockAgent):
+    """A second tool call, already running when the first asks permission, writes after the
+    permission request and then completes: a write no one can pin on the refused tool."""
+
+    async def turn_tool(self, turn: Turn) -> str:
+        beside = turn.session.next_tool_call_id()
+        await self.emit(turn, {**self.tool_call(turn, beside), "status": "in_progress"})
+        tool = turn.session.next_tool_call_id()
+        await self.emit(turn, self.tool_call(turn, tool))
+        await self.request_permission(turn, tool)
+        await self.write_probe(turn)
+        await self.emit(turn, self.tool_update(beside, "completed"))
+        return CANCELLED
+
+
+PERMISSION_WINDOWS = [
+    "cancel-mid-permission",
+    "permission-cancel-then-answer",
+    "permission-answer-then-cancel",
+    "duplicate-and-late-responses",
+]
+
+
+@pytest.mark.parametrize("name", PERMISSION_WINDOWS)
+async def test_a_write_after_a_refused_permission_is_pinned_on_it_only_when_no_other_tool_is_about(
+    name: str, schema_validator: SchemaValidator
+) -> None:
+    """The library's windows for a write after the permission request: the refused tool's own
+    write is a breach of ``perm.agent-honours-outcome``; with another tool call about (announced
+    or updated in the window) the write may be that one's, as the suite's own test
+    (``checks.turns.unattributed_side_effects``) holds, and the scenario stops INCONCLUSIVE at
+    its precondition instead of judging it."""
+    s = load_scenario(library_dir() / "agent" / f"{name}.yaml")
+    alone = await play(s, agent_cls=WritesDespiteACancelledPermission, validator=schema_validator)
+    assert statuses(alone).get("perm.agent-honours-outcome") in ("FAIL", "WARN"), alone.summary()
+    beside = await play(s, agent_cls=RunsAToolBeside, validator=schema_validator)
+    assert beside.end == "inconclusive", beside.summary()
+    assert statuses(beside).get("perm.agent-honours-outcome") != "FAIL", beside.summary()
+    assert not [o for o in beside.outcomes if "fs/write_text_file" in o.message and o.status is Status.FAIL]
