@@ -107,11 +107,19 @@ def test_an_agent_with_every_quirk_the_spec_allows_gets_no_finding(tmp_path: Pat
 def test_options_that_depend_on_another_are_no_incomplete_answer(tmp_path: Path) -> None:
     """An agent that offers its model choice in one mode only answers a change of mode without it
     (session-config-options.mdx: the complete state "allows Agents to reflect dependent changes");
-    set back, the model is there again: config.set.response-complete PASSes (it once FAILed)."""
+    set back, the model is there again: config.set.response-complete PASSes (it once FAILed).  Its
+    config_option_update after the change leaves the model out too, as the complete state read
+    after it does: config.update.complete PASSes (it once WARNed)."""
     run = run_suite(
-        f"{PY} {CONFORMING} mode-dependent-models", tmp_path, "--acp-clause", "config.set.response-complete"
+        f"{PY} {CONFORMING} mode-dependent-models",
+        tmp_path,
+        "--acp-clause",
+        "config.set.response-complete",
+        "--acp-clause",
+        "config.update.complete",
     )
     assert run.statuses()["config.set.response-complete"] == "PASS", run.messages("config.set.response-complete")
+    assert run.statuses()["config.update.complete"] == "PASS", run.messages("config.update.complete")
 
 
 def test_a_turn_still_winding_down_at_the_deadline_is_not_judged_unanswered(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from acp_conformance.checks.sessions import (
     session_updates,
     update_kind,
 )
+from acp_conformance.checks.turns import position_of
 from acp_conformance.core.events import Request, Response
 from acp_conformance.endpoints.client import PermissionPolicy
 from acp_conformance.errors import PeerTimeout
@@ -99,23 +100,49 @@ def _config_updates(conn: Connection, sid: str, start: int, end: int | None = No
     ]
 
 
-def _judge_config_updates(acp: AgentHarness, known: list[str], updates: list[Any]) -> None:
-    """config.update.complete on the updates seen after a state with option ids ``known``."""
-    if not updates:
+def _judge_config_updates(acp: AgentHarness, segments: list[tuple[list[str], list[Any], Any]]) -> None:
+    """config.update.complete over ``segments``: each the option ids of a complete state read
+    (``session/new``, a ``session/set_config_option`` answer), the ``config_option_update``
+    payloads that followed it, and the complete state read after them (``None``: none was).
+
+    An update carries the complete state (session-config-options.mdx § From the Agent), but the
+    state may change under it: "This allows Agents to reflect dependent changes", an option may
+    go when another changes.  So an option an update leaves out is a breach only when a complete
+    state read after the update still lists it; without one, that it was left out is not proven."""
+    problems: list[str] = []
+    unproven: list[str] = []
+    seen = False
+    for known, updates, after in segments:
+        later = set(option_ids(after))
+        for options in updates:
+            seen = True
+            missing = missing_option_ids(known, options)
+            if missing and after is None:
+                unproven.append(f"an update lists {option_ids(options)} and leaves out {missing}")
+            elif missing:
+                kept = [m for m in missing if m in later]  # the rest was removed, not left out
+                if kept:
+                    problems.append(
+                        f"an update lists {option_ids(options)} and leaves out {kept}, which the complete "
+                        f"state read after it still lists ({sorted(later)})"
+                    )
+            known = option_ids(options) or known
+    if not seen:
         acp.record("config.update.complete", Status.NOT_APPLICABLE, "the agent sent no config_option_update")
-        return
-    problems = []
-    for options in updates:
-        missing = missing_option_ids(known, options)
-        if missing:
-            problems.append(f"an update lists {option_ids(options)} and leaves out {missing}")
-        known = option_ids(options) or known
-    acp.check(
-        "config.update.complete",
-        not problems,
-        "every config_option_update to carry all of the session's config options",
-        "; ".join(problems),
-    )
+    elif problems or not unproven:
+        acp.check(
+            "config.update.complete",
+            not problems,
+            "every config_option_update to carry all of the session's config options",
+            "; ".join(problems),
+        )
+    else:
+        acp.record(
+            "config.update.complete",
+            Status.INCONCLUSIVE,
+            "; ".join(unproven) + ": no complete configuration state was read after it, so the options it "
+            "leaves out may have gone with the change (dependent options), not been left out",
+        )
 
 
 # -------------------------------------------------------------------- modes
@@ -152,7 +179,7 @@ async def test_set_mode_changes_the_current_mode(acp_agent: AgentHarness) -> Non
             f"current_mode_update then naming {target!r} as currentModeId",
             f"{describe(resp)}; current_mode_update currentModeId values: {reported}",
         )
-        _judge_config_updates(acp_agent, option_ids(_options(conn, sid)), _config_updates(conn, sid, start))
+        _judge_config_updates(acp_agent, [(option_ids(_options(conn, sid)), _config_updates(conn, sid, start), None)])
 
 
 @pytest.mark.acp_clause("mode.set.invalid")
@@ -431,13 +458,24 @@ async def test_config_option_payloads(acp_agent: AgentHarness) -> None:
             for update in _config_updates(conn, sid, start):
                 states.append((f"config_option_update after set_mode {target!r}", current, update))
         choice = _option_to_change(options) if options else None
+        # config.update.complete's segments: a complete state, the updates after it, the complete
+        # state read after them (the set_config_option answer, when it has configOptions).
+        segments: list[tuple[list[str], list[Any], Any]] = []
         if choice is not None:
             option, value = choice
             mark = len(conn.peer.events)
             resp: Response = await conn.peer.call(
                 "session/set_config_option", {"sessionId": sid, "configId": option["id"], "value": value}
             )
+            answered = position_of(conn.peer.events, resp)
+            answer = resp.result.get("configOptions") if isinstance(resp.result, dict) else None
+            complete = answer if isinstance(answer, list) else None
             await open_session(acp_agent, conn)
+            if answered >= 0:
+                segments += [
+                    (option_ids(options), _config_updates(conn, sid, start, answered), complete),
+                    (option_ids(complete) or option_ids(options), _config_updates(conn, sid, answered + 1), None),
+                ]
             if isinstance(resp.result, dict):
                 payloads.append(("session/set_config_option result", resp.result.get("configOptions")))
             reported = _mode_updates(conn, sid, mark)
@@ -455,7 +493,7 @@ async def test_config_option_payloads(acp_agent: AgentHarness) -> None:
             )
         if not options:
             not_applicable("session/new returned no configOptions")
-        _judge_config_updates(acp_agent, option_ids(options), updates)
+        _judge_config_updates(acp_agent, segments or [(option_ids(options), updates, None)])
         found = {
             "config.default-value": [f"{w}: {p}" for w, opts in payloads for p in default_value_problems(opts)],
             "config.category.reserved": [f"{w}: {p}" for w, opts in payloads for p in category_problems(opts)],
