@@ -16,6 +16,7 @@ and session setup; fs; permission; terminal; fuzz); this file merges them.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import subprocess
@@ -33,9 +34,11 @@ if __name__ == "__main__":  # run as a file: make the repository root importable
 
 from acp_conformance.core.events import Notification, Request, Response
 from acp_conformance.peer import NO_ANSWER, HandlerError, Peer
+from acp_conformance.schema.validator import SchemaValidator
 from acp_conformance.transport.process import ProcessTransport
 from mock_client import MockClient
 from mock_client.cli import main
+from mock_client.client import ClientOptions
 from tests.peers._breakage import Breakage, FilteredClient, Json, own_requests_answered
 
 
@@ -381,10 +384,30 @@ class RendersUnknownModeAsForm(_ElicitationOverride):
 
 
 class ExitsOnUnknownCompletion(MockClient):
+    """Exits on an ``elicitation/complete`` for an id it does not know: one it never saw, or one
+    completed already (elicitation.mdx: "Clients MUST ignore unknown or already-completed IDs")."""
+
     def on_notification(self, note: Notification) -> None:
         if note.method == "elicitation/complete":
-            os._exit(72)
+            eid = note.params.get("elicitationId") if isinstance(note.params, dict) else None
+            issued = {
+                c.request.params.get("elicitationId")
+                for c in self.endpoint.elicitation_calls
+                if isinstance(c.request.params, dict)
+            }
+            completed: set[Any] = self.__dict__.setdefault("_completed", set())
+            if eid not in issued or eid in completed:
+                os._exit(72)
+            completed.add(eid)
         super().on_notification(note)
+
+
+class ExitsOnRepeatedCompletion(ExitsOnUnknownCompletion):
+    """The same, advertising URL elicitation, so that an agent may complete an id it knows."""
+
+    def __init__(self, options: ClientOptions, validator: SchemaValidator | None = None) -> None:
+        caps = dataclasses.replace(options.capabilities, elicitation_url=True)
+        super().__init__(dataclasses.replace(options, capabilities=caps), validator)
 
 
 class SwallowsCancelledRequest(MockClient):
@@ -514,12 +537,20 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
         quiet=frozenset({"elicit.capability.explicit"}),
     ),
     "renders-unknown-mode-as-form": Breakage(RendersUnknownModeAsForm, "elicit.unknown-mode"),
+    # An id no agent issued is input agents MUST NOT send: its finding is robustness, and without URL
+    # elicitation advertised the MUST (gated on it) does not apply.
     "exits-on-unknown-completion": Breakage(
         ExitsOnUnknownCompletion,
+        "jsonrpc.survives-invalid-input",
+        status="WARN",
+        quiet=frozenset({"elicit.complete.ignore-unknown"}),
+    ),
+    "exits-on-repeated-completion": Breakage(
+        ExitsOnRepeatedCompletion,
         "elicit.complete.ignore-unknown",
         also=frozenset({"jsonrpc.survives-invalid-input"}),
-        why_also="the fuzz campaigns' malformed elicitation/complete frames make it exit too (a robustness WARN); "
-        "the request that follows its exit goes unanswered, but nothing shows it had read it (no FAIL)",
+        why_also="it exits on the completion it already had, so the later probe with an id never issued "
+        "finds it gone (a robustness WARN); the fuzz campaigns' malformed completions make it exit too",
     ),
     "resource-link-without-name": Breakage(
         ResourceLinkWithoutName,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 
 from acp_conformance.checks.gating import ELICITATION_MODES, elicitation_modes
@@ -23,7 +24,14 @@ from acp_conformance.harness.client import ClientConnection, ClientHarness
 from acp_conformance.model_stub.server import HttpRequest, Responder, StubServer
 from acp_conformance.results import Status
 from acp_conformance.suite._support import inconclusive, not_applicable, silence_judged_once
-from acp_conformance.suite.client._helpers import first_turn, manual_check, permission_baseline, require, still_answers
+from acp_conformance.suite.client._helpers import (
+    first_turn,
+    manual_check,
+    permission_baseline,
+    require,
+    same_kind,
+    still_answers,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -173,15 +181,65 @@ async def test_an_unknown_mode_is_not_handled_as_a_known_one(acp_client: ClientH
         await turn.end()
 
 
-@pytest.mark.acp_clause("elicit.complete.ignore-unknown")
+#: An elicitation id no agent issued (agents MUST send a completion only with "the original elicitationId").
+NEVER_ISSUED = "acp-conformance-never-sent-7"
+
+
+@pytest.mark.acp_clause("elicit.complete.ignore-unknown", "jsonrpc.survives-invalid-input")
 async def test_a_completion_for_an_unknown_id_is_ignored(acp_client: ClientHarness) -> None:
+    """elicitation.mdx § URL completion: "Clients MUST ignore unknown or already-completed IDs".
+
+    An agent MUST send ``elicitation/complete`` only with "the original elicitationId", so an id it
+    never issued is input the spec forbids us to send: a client that stops serving after it shows a
+    robustness finding (``jsonrpc.survives-invalid-input``), never the MUST.  The MUST is judged on
+    input an agent may send: a second completion of a URL elicitation it did issue and complete
+    (the agent MAY send the completion; nothing forbids sending it again), an already-completed id.
+    That needs URL elicitation advertised; without it the clause, gated on it, does not apply."""
     require(acp_client, "prompt")
     async with acp_client.connect() as conn:
         turn = await first_turn(acp_client, conn)
         baseline = await permission_baseline(turn)
-        await conn.peer.notify("elicitation/complete", {"elicitationId": "acp-conformance-never-sent-7"})
+        if "url" in advertised_modes(conn):
+            params = elicitation_params(turn, "url")
+            try:
+                await turn.call("elicitation/create", params)
+            except PeerTimeout:
+                inconclusive("the client did not answer the URL elicitation whose completion is sent twice")
+            completion = {"elicitationId": params["elicitationId"]}
+            await conn.peer.notify("elicitation/complete", completion)
+            after_first = await turn.request_permission(await turn.tool_call("Edit between.txt"))
+            if not same_kind(baseline, after_first):
+                inconclusive(
+                    f"after the completion of its own URL elicitation the client no longer answered as before "
+                    f"({baseline.describe()}; now {after_first.describe()}): the repeat would prove nothing"
+                )
+            await conn.peer.notify("elicitation/complete", completion)
+            await still_answers(
+                acp_client,
+                turn,
+                "elicit.complete.ignore-unknown",
+                "a second elicitation/complete for an elicitation already completed",
+                baseline,
+            )
+        else:
+            acp_client.record(
+                "elicit.complete.ignore-unknown",
+                Status.NOT_APPLICABLE,
+                "the client does not advertise URL elicitation (clientCapabilities.elicitation.url): no "
+                "elicitation it could know is completed",
+            )
+        # Last: a client that stops serving here leaves nothing else unjudged.  Sent marked as a frame
+        # no conforming agent sends, so a request left unanswered after it is robustness (``Peer.provoked``).
+        never = {"jsonrpc": "2.0", "method": "elicitation/complete", "params": {"elicitationId": NEVER_ISSUED}}
+        await conn.peer.send_raw(
+            orjson.dumps(never) + b"\n", forbidden="an elicitation/complete for an id never issued"
+        )
         await still_answers(
-            acp_client, turn, "elicit.complete.ignore-unknown", "an elicitation/complete for an unknown id", baseline
+            acp_client,
+            turn,
+            "jsonrpc.survives-invalid-input",
+            "an elicitation/complete for an id no agent issued (which agents MUST NOT send)",
+            baseline,
         )
         await turn.end()
 
