@@ -129,7 +129,7 @@ BROKEN_CASES: list[tuple[str, str, dict[str, str | None]]] = [
     ("load-replay-history", "late-replay", {"session.load.replay-before-response": "FAIL"}),
     ("load-replay-history", "replay-without-prompts", {"session.load.replay-all": "FAIL"}),
     ("load-then-prompt", "loaded-session-unusable", {"session.load.continue": "WARN"}),
-    ("load-unknown-session", "loads-unknown-sessions", {"error.resource-not-found": "WARN"}),
+    ("load-unknown-session", "loads-unknown-sessions", {"error.resource-not-found": "INFO"}),
     ("stdout-hygiene", "banner", {"transport.stdio.stdout-clean": "FAIL"}),
     ("malformed-input", "fuzz-silent-on-parse-errors", {"jsonrpc.parse-error": "WARN"}),
     ("malformed-input", "fuzz-parse-error-for-invalid-requests", {"jsonrpc.invalid-request": "WARN"}),

@@ -619,7 +619,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "loads-unknown-sessions": _b(
         LoadsUnknownSessions,
         "error.resource-not-found",
-        "WARN",
+        "INFO",
         also={"session.load.replay-all"},
         why="a fresh agent process then 'loads' the conversation it does not know with an empty replay",
     ),
@@ -687,7 +687,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         also={"error.resource-not-found"},
         why="a success is also not the -32002 an unknown session should get (a WARN)",
     ),
-    "unknown-session-invalid-params": _b(UnknownSessionInvalidParams, "error.resource-not-found", "WARN"),
+    "unknown-session-invalid-params": _b(UnknownSessionInvalidParams, "error.resource-not-found", "INFO"),
     # A silence to a request naming what the agent does not know is one finding, the unanswered
     # request's: the clauses about which error it should have been stay quiet (INCONCLUSIVE where
     # judged, ``silence_judged_once``), never a second FAIL or WARN for the same silence.

@@ -72,7 +72,7 @@ BREAKAGES: dict[str, Breakage[MockClient]] = {
     "wrong-read-content": Breakage(WrongReadContent, "fs.read.response", status="WARN"),
     "ignores-line-limit": Breakage(IgnoresLineLimit, "fs.read.line-limit", status="WARN"),
     "empty-read-for-missing": Breakage(EmptyReadForMissing, "fs.read.missing", status="WARN"),
-    "missing-file-internal-error": Breakage(MissingFileInternalError, "error.resource-not-found", status="WARN"),
+    "missing-file-internal-error": Breakage(MissingFileInternalError, "error.resource-not-found", status="INFO"),
     "write-not-performed": Breakage(WriteNotPerformed, "fs.write.create"),
     "write-returns-string": Breakage(WriteReturnsString, "fs.write.response"),
     "write-returns-null": Breakage(WriteReturnsNull, "schema.null-result", status="WARN"),
