@@ -603,5 +603,5 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         why_also="the output a crossing cancel provokes comes after the turn's answer: the SHOULD that judges it",
     ),
     "rejects-declared-images": Breakage(RejectsDeclaredImages, "content.gated.agent-accepts"),
-    "accepts-undeclared-images": Breakage(AcceptsUndeclaredImages, "content.gated.agent-undeclared", status="WARN"),
+    "accepts-undeclared-images": Breakage(AcceptsUndeclaredImages, "content.gated.agent-undeclared", status="INFO"),
 }
