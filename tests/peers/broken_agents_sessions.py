@@ -685,7 +685,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
         "prompt.unknown-session",
         "INFO",
         also={"error.resource-not-found"},
-        why="a success is also not the -32002 an unknown session should get (a WARN)",
+        why="a success is also not the -32002 an unknown session is expected to get (an INFO)",
     ),
     "unknown-session-invalid-params": _b(UnknownSessionInvalidParams, "error.resource-not-found", "INFO"),
     # A silence to a request naming what the agent does not know is one finding, the unanswered
