@@ -55,3 +55,22 @@ def test_a_client_that_refuses_every_command_is_inconclusive_on_terminals_not_fl
     for clause in ("term.wait", "term.create.immediate", "term.kill.keeps-id", "term.release.invalidates"):
         assert run.statuses()[clause] == "INCONCLUSIVE", clause
         assert all("running commands is not allowed" in m for m in run.messages(clause, "INCONCLUSIVE")), clause
+
+
+def test_a_client_that_ends_on_its_first_completion_is_inconclusive_on_ignoring_repeats(tmp_path: Path) -> None:
+    """``elicit.complete.ignore-unknown`` is judged on a second completion of a URL elicitation; a
+    client that exits on the first (a known id, which the clause says nothing about) leaves the
+    repeat unjudgeable: INCONCLUSIVE, naming why, never the MUST."""
+    run = run_suite(
+        f"{PY} {CONFORMING} ends-on-a-completion {ARGS.replace(CAPS, CAPS + ',elicitation-url')}",
+        tmp_path,
+        "--acp-client-profile=mock-client",
+        f"--basetemp={tmp_path / 'bt'}",
+        "-k",
+        "test_a_completion_for_an_unknown_id_is_ignored",
+        role="client",
+    )
+    assert run.statuses()["elicit.complete.ignore-unknown"] == "INCONCLUSIVE", run.stdout[-3000:]
+    (message,) = run.messages("elicit.complete.ignore-unknown", "INCONCLUSIVE")
+    assert "after the completion of its own URL elicitation the client no longer answered as before" in message
+    assert "closed its output" in message, message

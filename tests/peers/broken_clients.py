@@ -387,6 +387,10 @@ class ExitsOnUnknownCompletion(MockClient):
     """Exits on an ``elicitation/complete`` for an id it does not know: one it never saw, or one
     completed already (elicitation.mdx: "Clients MUST ignore unknown or already-completed IDs")."""
 
+    def __init__(self, options: ClientOptions, validator: SchemaValidator | None = None) -> None:
+        super().__init__(options, validator)
+        self._completed: set[Any] = set()
+
     def on_notification(self, note: Notification) -> None:
         if note.method == "elicitation/complete":
             eid = note.params.get("elicitationId") if isinstance(note.params, dict) else None
@@ -395,10 +399,9 @@ class ExitsOnUnknownCompletion(MockClient):
                 for c in self.endpoint.elicitation_calls
                 if isinstance(c.request.params, dict)
             }
-            completed: set[Any] = self.__dict__.setdefault("_completed", set())
-            if eid not in issued or eid in completed:
+            if eid not in issued or eid in self._completed:
                 os._exit(72)
-            completed.add(eid)
+            self._completed.add(eid)
         super().on_notification(note)
 
 

@@ -7,6 +7,7 @@ reference client with quirks the spec allows; the suite must find nothing in any
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ if __name__ == "__main__":  # run as a file: make the repository root importable
 
 import anyio
 
-from acp_conformance.core.events import Request
+from acp_conformance.core.events import Notification, Request
 from acp_conformance.peer import HandlerError, Peer
 from acp_conformance.transport.base import Transport
 from mock_client import MockClient
@@ -88,7 +89,26 @@ class RefusesCommands(MockClient):
         return await super().terminal_call(name, params)
 
 
-CLIENTS: dict[str, type[MockClient]] = {"all-unusual": AllUnusual, "refuses-commands": RefusesCommands}
+class EndsOnACompletion(MockClient):
+    """Ends its session (exits) when an agent completes a URL elicitation, as an editor may close a
+    workspace once the flow it was waiting for is done.  What a client does with the first completion
+    of an id it knows is not the business of ``elicit.complete.ignore-unknown`` ("Clients MUST ignore
+    unknown or already-completed IDs"): the test of that clause must find its precondition (the
+    client still answering after that first completion) unmet and say so, not charge the MUST."""
+
+    def on_notification(self, note: Notification) -> None:
+        if note.method == "elicitation/complete":
+            sys.stderr.write("client: the elicitation is complete, closing the workspace\n")
+            sys.stderr.flush()
+            os._exit(0)
+        super().on_notification(note)
+
+
+CLIENTS: dict[str, type[MockClient]] = {
+    "all-unusual": AllUnusual,
+    "refuses-commands": RefusesCommands,
+    "ends-on-a-completion": EndsOnACompletion,
+}
 
 
 if __name__ == "__main__":

@@ -118,6 +118,17 @@ def same_kind(before: PermissionAnswer, after: PermissionAnswer) -> bool:
     return after.response is not None and (after.kind == "error") == (before.kind == "error")
 
 
+async def ask_again(turn: PromptTurn, file: str) -> PermissionAnswer | PeerError:
+    """A permission round trip after a provocation: its answer, or the failure that stands for none.
+
+    The caller decides what a failure means: a finding of the provocation's clause
+    (``still_answers``), or a precondition that did not hold (INCONCLUSIVE)."""
+    try:
+        return await turn.request_permission(await turn.tool_call(f"Edit {file}"))
+    except PeerError as exc:  # PeerExited among them
+        return exc
+
+
 async def still_answers(
     acp: ClientHarness, turn: PromptTurn, clause: str, after: str, baseline: PermissionAnswer
 ) -> PermissionAnswer | None:
@@ -126,16 +137,14 @@ async def still_answers(
     A client that exits instead stopped after the provocation, which is the provocation's clause's
     finding; but when the clause is the request's own (jsonrpc.every-request-answered), whether it
     ever read our request is what its exit leaves unknown (``Peer.wait_response``)."""
-    try:
-        answer = await turn.request_permission(await turn.tool_call("Edit after.txt"))
-    except PeerExited as exc:
+    answer = await ask_again(turn, "after.txt")
+    if isinstance(answer, PeerExited):
         if clause == "jsonrpc.every-request-answered":
-            inconclusive(f"the client exited after {after}: {exc.message}")
-        acp.check(clause, False, f"the client to keep answering requests after {after}", exc.message)
-        return None
-    except PeerError as exc:
-        unless_answered_elsewhere(exc)
-        acp.check(clause, False, f"the client to keep answering requests after {after}", exc.message)
+            inconclusive(f"the client exited after {after}: {answer.message}")
+    elif isinstance(answer, PeerError):
+        unless_answered_elsewhere(answer)
+    if isinstance(answer, PeerError):
+        acp.check(clause, False, f"the client to keep answering requests after {after}", answer.message)
         return None
     acp.check(
         clause,
