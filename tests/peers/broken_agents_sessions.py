@@ -590,7 +590,7 @@ def _b(
 _SCHEMA = "the result is not an object, which the schema check reports too"
 
 BREAKAGES: dict[str, Breakage[MockAgent]] = {
-    "relative-cwd-accepted": _b(AcceptsRelativeCwd, "session.cwd.relative-rejected", "WARN"),
+    "relative-cwd-accepted": _b(AcceptsRelativeCwd, "session.cwd.relative-rejected", "INFO"),
     "rejects-stdio-mcp": _b(RejectsStdioMcp, "session.mcp.stdio"),
     "process-cwd-paths": _b(
         ProcessCwdPaths,
@@ -607,7 +607,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "load-result-null": _b(LoadResultNull, "schema.null-result", "WARN"),
     "shared-user-message-id": _b(SharedUserMessageId, "session.load.message-ids", "WARN"),
     "loaded-session-unusable": _b(LoadedSessionUnusable, "session.load.continue", "WARN"),
-    "load-without-capability": _b(LoadWithoutCapability, "session.load.unsupported", "WARN"),
+    "load-without-capability": _b(LoadWithoutCapability, "session.load.unsupported", "INFO"),
     # session/load sent to an agent that did not advertise it, on purpose: its silence is robustness, once
     # (session.load.unsupported judges what the answer is, and has none: INCONCLUSIVE).
     "hangs-on-unadvertised-load": Breakage(
@@ -654,11 +654,11 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "delete-unknown-errors": _b(DeleteUnknownErrors, "session.delete.idempotent", "WARN"),
     "set-mode-ignored": _b(SetModeIgnored, "mode.set.response", "WARN"),
     "refuses-advertised-mode": _b(RefusesAdvertisedMode, "mode.set.anytime", "WARN"),
-    "set-mode-accepts-unknown": _b(SetModeAcceptsUnknown, "mode.set.invalid", "WARN"),
+    "set-mode-accepts-unknown": _b(SetModeAcceptsUnknown, "mode.set.invalid", "INFO"),
     "set-mode-waits-for-turn": _b(SetModeWaitsForTurn, "mode.set.anytime", "WARN"),
     "set-config-waits-for-turn": _b(SetConfigWaitsForTurn, "config.set.anytime", "WARN"),
     "set-config-partial-result": _b(SetConfigPartialResult, "config.set.response-complete"),
-    "set-config-accepts-unknown": _b(SetConfigAcceptsUnknown, "config.set.invalid", "WARN"),
+    "set-config-accepts-unknown": _b(SetConfigAcceptsUnknown, "config.set.invalid", "INFO"),
     "partial-config-update": _b(PartialConfigUpdate, "config.update.complete", "WARN"),
     "config-value-not-listed": _b(ConfigValueNotListed, "config.default-value"),
     "unreserved-category": _b(UnreservedCategory, "config.category.reserved", "WARN"),
@@ -722,7 +722,7 @@ BREAKAGES: dict[str, Breakage[MockAgent]] = {
     "withdrawn-env-var-auth-method": _b(WithdrawnEnvVarAuthMethod, "ext.withdrawn-draft-field", "WARN"),
     "session-info-update-with-session-id": _b(SessionInfoUpdateWithSessionId, "session.info-update.fields"),
     "non-trace-data-in-traceparent": _b(NonTraceDataInTraceparent, "ext.meta.trace-keys", "WARN"),
-    "accepts-unknown-auth-method": _b(AcceptsUnknownAuthMethod, "auth.authenticate.unknown-id", "WARN"),
+    "accepts-unknown-auth-method": _b(AcceptsUnknownAuthMethod, "auth.authenticate.unknown-id", "INFO"),
     "ungated-terminal-auth": _b(UngatedTerminalAuth, "auth.terminal.gated"),
     "restores-additional-directories": _b(
         RestoresAdditionalDirectories, "session.additional-dirs.no-implicit-restore", "WARN"
