@@ -232,6 +232,25 @@ async def test_expect_nothing_within_a_window() -> None:
     assert "matched" in outcome.message
 
 
+async def test_a_window_whose_end_never_comes_judges_nothing() -> None:
+    """``expect_nothing ... until`` a frame that never arrives has no end: the window proves nothing.
+    As a clause's check it is INCONCLUSIVE and the scenario goes on; as a precondition the scenario
+    stops INCONCLUSIVE, naming it (what follows relied on the window)."""
+    window = "  - expect_nothing: {notification: session/update, until: eof, within: 0.3s, %s}\n"
+    prompt = '{sessionId: "{{session}}", prompt: [{type: text, text: hi}]}'
+    turn = f"  - send: {{request: session/prompt, params: {prompt}, as: turn}}\n"
+    after = "  - expect: {response: turn, clause: prompt.response.stop-reason}\n"
+    judged = await play(turn + window % "clause: prompt.updates.before-response" + after)
+    assert statuses(judged)["prompt.updates.before-response"] == "INCONCLUSIVE", judged.summary()
+    assert statuses(judged)["prompt.response.stop-reason"] == "PASS", judged.summary()
+    assert any("'eof': that frame never arrived" in o.message for o in judged.outcomes), judged.summary()
+    guarded = await play(turn + window % "precondition: the agent closes" + after)
+    assert guarded.end == "inconclusive", guarded.summary()
+    assert "precondition not established" in guarded.reason and "the agent closes" in guarded.reason
+    assert "'eof' never arrived" in guarded.reason
+    assert statuses(guarded) == {"prompt.response.stop-reason": "INCONCLUSIVE"}, guarded.summary()
+
+
 async def test_raw_bytes_and_the_answers_to_them() -> None:
     result = await play(
         """
