@@ -250,6 +250,59 @@ def test_every_update_variant_has_a_registered_shape_clause(schema_validator: Sc
         assert clause in reg, clause
 
 
+# ------------------------------------------------------ registry vs standalone
+def _instances() -> list[Any]:
+    """The typical frames, each with every top-level field dropped and nulled, the bad updates,
+    and the odd shapes every definition must turn down or accept alike."""
+    out: list[Any] = [None, {}, [], "x", 0, 1.5, True, {"sessionId": SID}, {"_meta": 5}, {"_meta": {}}]
+    for _, instance in VALID:
+        out.append(instance)
+        if isinstance(instance, dict):
+            for key in instance:
+                out.append({k: v for k, v in instance.items() if k != key})
+                out.append({**instance, key: None})
+    out += [{"sessionId": SID, "update": u} for u, _ in BAD_UPDATES]
+    out += [u for u, _ in BAD_UPDATES]
+    return out
+
+
+def test_registry_validators_judge_every_definition_as_standalone_ones(schema_validator: SchemaValidator) -> None:
+    """The validators compiled through the registry (the fast path) and the standalone wrapper of
+    each definition (what older jsonschema_rs releases compile) agree on every definition of the
+    schema, for valid frames, frames missing or nulling each field, and odd shapes: the same
+    verdict, and for an invalid one the same first error (path and message)."""
+    import jsonschema_rs
+
+    fresh = SchemaValidator(schema_validator._schema)
+    assert fresh._registry is None
+    instances = _instances()
+    names = sorted(fresh._schema["$defs"])
+    assert len(names) > 100
+    for name in names:
+        fast = fresh._validator(name)
+        slow = jsonschema_rs.validator_for(fresh.standalone(name))
+        for instance in instances:
+            assert fast.is_valid(instance) == slow.is_valid(instance), (name, instance)
+            if not slow.is_valid(instance):
+                a, b = next(iter(fast.iter_errors(instance))), next(iter(slow.iter_errors(instance)))
+                assert (list(a.instance_path), a.message) == (list(b.instance_path), b.message), (name, instance)
+    assert fresh._registry not in (None, False), "the registry was not used"
+
+
+def test_without_registries_the_standalone_wrappers_are_compiled(
+    schema_validator: SchemaValidator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import jsonschema_rs
+
+    monkeypatch.delattr(jsonschema_rs, "Registry")
+    fresh = SchemaValidator(schema_validator._schema)
+    assert fresh.validate("SessionNotification", CHUNK) == []
+    assert fresh._registry is False
+    params = {"sessionId": SID, "update": BAD_UPDATES[0][0]}
+    (issue,) = fresh.validate("SessionNotification", params)
+    assert issue == schema_validator.validate("SessionNotification", params)[0]
+
+
 # ----------------------------------------------------------------------- cost
 def test_session_update_validation_is_cheap(schema_validator: SchemaValidator) -> None:
     validate = schema_validator.validate
