@@ -176,6 +176,30 @@ class Chatty(MockAgent):
         return await super().prompt_turn(turn)
 
 
+class CommandsBeforeTheAnswer(MockAgent):
+    """Pushes the new session's commands before its ``session/new`` answer: the session exists once
+    the agent made it, and no sentence orders the answer before the session's first update
+    (slash-commands.mdx: "After creating a session, the Agent MAY send a list of available
+    commands").  A client that cannot place an update for a session it has not been told of yet
+    copes (ignores or buffers it); the suite must not flag the agent for it."""
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+        new_session = peer.handlers["session/new"]
+
+        async def push_then_answer(req: Request) -> Any:
+            result = await new_session(req)
+            sid = result.get("sessionId") if isinstance(result, dict) else None
+            if isinstance(sid, str):
+                commands = [{"name": "review", "description": "Review the changes", "input": None}]
+                await self.send_update(
+                    sid, {"sessionUpdate": "available_commands_update", "availableCommands": commands}
+                )
+            return result
+
+        peer.handlers["session/new"] = push_then_answer
+
+
 class RefusesEverything(MockAgent):
     """Ends every turn at once with ``refusal`` and says nothing: a conforming, useless agent.  No
     clause may FAIL for what it never does (tool calls, permissions, files, plans)."""
@@ -412,6 +436,7 @@ class _UnusualPeer(_StringIdPeer, _MetaPeer):
 
 class AllUnusual(
     Chatty,
+    CommandsBeforeTheAnswer,
     MetaEverywhere,
     OddSessionIds,
     EchoesThePrompt,
@@ -422,9 +447,10 @@ class AllUnusual(
     AsksThroughATool,
 ):
     """Every quirk above that the spec allows, at once: string request ids, frames written in
-    pieces, ``_meta`` everywhere, metadata and a thought and a plan around every turn, session ids
-    that look like paths, the prompt echoed back, stderr full of logs, one session per list page,
-    no deleting a session still open, a draft before every write, questions asked in a tool call."""
+    pieces, ``_meta`` everywhere, a new session's commands before its answer, metadata and a thought
+    and a plan around every turn, session ids that look like paths, the prompt echoed back, stderr
+    full of logs, one session per list page, no deleting a session still open, a draft before every
+    write, questions asked in a tool call."""
 
     def make_peer(self, transport: Transport) -> Peer:
         return _UnusualPeer(SplitSends(transport), validator=self.validator, transcript=AgentLog("mock-agent"))
@@ -439,6 +465,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "split-writes": SplitWrites,
     "meta-everywhere": MetaEverywhere,
     "chatty": Chatty,
+    "commands-before-the-answer": CommandsBeforeTheAnswer,
     "refuses-everything": RefusesEverything,
     "slow-answers": SlowAnswers,
     "late-errors-to-malformed-lines": LateErrorsToMalformedLines,
