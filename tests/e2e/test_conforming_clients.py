@@ -39,6 +39,28 @@ def test_a_client_with_every_quirk_the_spec_allows_gets_no_finding(tmp_path: Pat
         assert run.statuses()[clause] == "PASS", clause
 
 
+def test_a_client_without_a_capabilities_object_advertises_nothing_and_gets_no_finding(tmp_path: Path) -> None:
+    """``clientCapabilities`` is optional in the schema and omitted capabilities are unsupported
+    (initialization.mdx): a client that leaves the object out advertises nothing, so no gated
+    method is judged on it (NOT_APPLICABLE), and nothing is flagged for the omission."""
+    run = run_suite(
+        # Serving elicitation it did not advertise would be elicit.mode.unadvertised-error's WARN.
+        f"{PY} {CONFORMING} no-capabilities-object {ARGS.replace(CAPS, '--caps fs,terminal')}",
+        tmp_path,
+        "--acp-client-profile=mock-client",
+        f"--basetemp={tmp_path / 'bt'}",
+        "-n",
+        "2",
+        role="client",
+    )
+    findings = run.with_status("FAIL", "WARN", "INFO")
+    assert not findings, {c: run.messages(c) for c in findings}
+    assert "ACP verdict: CONFORMANT" in run.stdout, run.stdout[-2000:]
+    assert run.statuses()["init.request.capabilities"] == "PASS"
+    for clause in ("fs.read.response", "term.wait", "elicit.response.shape"):
+        assert run.statuses()[clause] == "NOT_APPLICABLE", clause
+
+
 def test_a_client_that_refuses_every_command_is_inconclusive_on_terminals_not_flagged(tmp_path: Path) -> None:
     """A client may refuse to run a command (its policy, its sandbox): an error to ``terminal/create``
     is an answer, and the terminal clauses, which need a command to run, are INCONCLUSIVE, saying so."""

@@ -89,6 +89,18 @@ class RefusesCommands(MockClient):
         return await super().terminal_call(name, params)
 
 
+class NoCapabilitiesObject(MockClient):
+    """Initializes without ``clientCapabilities`` (the schema makes it optional, every capability
+    off by default; initialization.mdx: omitted capabilities "MUST [be treated] as UNSUPPORTED"),
+    and still serves file and terminal requests (nothing stops a client serving what it did not
+    advertise; an elicitation it did not advertise it must refuse: run it without elicitation).
+    The suite must read the omission as advertising nothing (so nothing gated is judged) and flag
+    nothing for it."""
+
+    def initialize_params(self) -> dict[str, Any]:
+        return {k: v for k, v in super().initialize_params().items() if k != "clientCapabilities"}
+
+
 class EndsOnACompletion(MockClient):
     """Ends its session (exits) when an agent completes a URL elicitation, as an editor may close a
     workspace once the flow it was waiting for is done.  What a client does with the first completion
@@ -107,6 +119,7 @@ class EndsOnACompletion(MockClient):
 CLIENTS: dict[str, type[MockClient]] = {
     "all-unusual": AllUnusual,
     "refuses-commands": RefusesCommands,
+    "no-capabilities-object": NoCapabilitiesObject,
     "ends-on-a-completion": EndsOnACompletion,
 }
 
