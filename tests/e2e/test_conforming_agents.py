@@ -88,9 +88,10 @@ def test_an_agent_with_every_quirk_the_spec_allows_gets_no_finding(tmp_path: Pat
     commands pushed before its ``session/new`` answer, session metadata pushed after it, a thought
     and a plan opening every turn, session ids that look like paths, the prompt echoed back, stderr
     full of logs, one session per session/list page, no deleting a session still open (the suite
-    closes it first): the whole suite finds nothing, and judges the updates it would not have seen
-    otherwise.  (``slow-answers``, every answer 0.3 s late, and ``auth-optional`` are run by hand:
-    75 s, and INCONCLUSIVE without --acp-auth-method.)"""
+    closes it first), a cancelled turn's pending requests withdrawn with ``$/cancel_request`` and
+    the turn ended without waiting for their answers: the whole suite finds nothing, and judges
+    the updates it would not have seen otherwise.  (``slow-answers``, every answer 0.3 s late, and
+    ``auth-optional`` are run by hand: 75 s, and INCONCLUSIVE without --acp-auth-method.)"""
     run = run_suite(f"{PY} {CONFORMING} all-unusual", tmp_path, "-n", "2")
     findings = run.with_status("FAIL", "WARN", "INFO")
     assert not findings, {c: run.messages(c) for c in findings}

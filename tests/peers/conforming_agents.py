@@ -200,6 +200,16 @@ class CommandsBeforeTheAnswer(MockAgent):
         peer.handlers["session/new"] = push_then_answer
 
 
+class CascadesCancellation(MockAgent):
+    """On ``session/cancel`` withdraws its pending requests to the client at once with
+    ``$/cancel_request`` and ends the turn ``cancelled`` without waiting for their answers, as
+    cancellation.mdx's cascading example does ("The calling side MAY implement graceful
+    cancellation processing by waiting for the response"; it need not).  The client's late
+    answers to the withdrawn requests are ignored."""
+
+    cancel_grace = 0.0
+
+
 class RefusesEverything(MockAgent):
     """Ends every turn at once with ``refusal`` and says nothing: a conforming, useless agent.  No
     clause may FAIL for what it never does (tool calls, permissions, files, plans)."""
@@ -437,6 +447,7 @@ class _UnusualPeer(_StringIdPeer, _MetaPeer):
 class AllUnusual(
     Chatty,
     CommandsBeforeTheAnswer,
+    CascadesCancellation,
     MetaEverywhere,
     OddSessionIds,
     EchoesThePrompt,
@@ -450,7 +461,7 @@ class AllUnusual(
     pieces, ``_meta`` everywhere, a new session's commands before its answer, metadata and a thought
     and a plan around every turn, session ids that look like paths, the prompt echoed back, stderr
     full of logs, one session per list page, no deleting a session still open, a draft before every
-    write, questions asked in a tool call."""
+    write, questions asked in a tool call, a cancelled turn's requests withdrawn at once."""
 
     def make_peer(self, transport: Transport) -> Peer:
         return _UnusualPeer(SplitSends(transport), validator=self.validator, transcript=AgentLog("mock-agent"))
@@ -465,6 +476,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "split-writes": SplitWrites,
     "meta-everywhere": MetaEverywhere,
     "chatty": Chatty,
+    "cascades-cancellation": CascadesCancellation,
     "commands-before-the-answer": CommandsBeforeTheAnswer,
     "refuses-everything": RefusesEverything,
     "slow-answers": SlowAnswers,
