@@ -169,6 +169,17 @@ def test_an_agent_that_refuses_every_prompt_is_never_failed(tmp_path: Path) -> N
     assert "ACP verdict: INCONCLUSIVE" in run.stdout, run.stdout[-2000:]
 
 
+def test_an_agent_offering_no_reject_option_is_judged_on_the_cancelled_answer(tmp_path: Path) -> None:
+    """The agent picks its permission options (tool-calls.mdx); one offering "Allow once" only gets
+    ``cancelled`` where the suite would reject, and its tool is still judged not to run after it:
+    no finding, and perm.agent-honours-outcome PASSes rather than going unjudged."""
+    run = run_suite(f"{PY} {CONFORMING} allow-only-options", tmp_path, "--acp-clause=perm.*", "-n", "2")
+    findings = run.with_status("FAIL", "WARN", "INFO")
+    assert not findings, {c: run.messages(c) for c in findings}
+    assert run.statuses()["perm.agent-honours-outcome"] == "PASS", run.messages("perm.agent-honours-outcome")
+    assert run.statuses()["perm.option.shape"] == "PASS"
+
+
 def test_an_error_answered_after_later_requests_is_no_silence(tmp_path: Path) -> None:
     """JSON-RPC lets a peer answer in any order: an agent whose error for an unparseable line or an
     invalid request comes after its answers to the requests behind it is not silent.  The fuzz

@@ -210,6 +210,15 @@ class CascadesCancellation(MockAgent):
     cancel_grace = 0.0
 
 
+class AllowOnlyOptions(MockAgent):
+    """Offers only "Allow once" in its permission requests (a user who does not want the tool
+    cancels the question instead): tool-calls.mdx lets the agent choose the options, and a client
+    can always answer ``cancelled``."""
+
+    def permission_options(self) -> list[Json]:
+        return [{"optionId": "go", "name": "Go ahead", "kind": "allow_once"}]
+
+
 class RefusesEverything(MockAgent):
     """Ends every turn at once with ``refusal`` and says nothing: a conforming, useless agent.  No
     clause may FAIL for what it never does (tool calls, permissions, files, plans)."""
@@ -476,6 +485,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "split-writes": SplitWrites,
     "meta-everywhere": MetaEverywhere,
     "chatty": Chatty,
+    "allow-only-options": AllowOnlyOptions,
     "cascades-cancellation": CascadesCancellation,
     "commands-before-the-answer": CommandsBeforeTheAnswer,
     "refuses-everything": RefusesEverything,
