@@ -6,7 +6,6 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema_rs
 from hypothesis.errors import InvalidArgument
 
 from acp_conformance.schema import locate_schema
@@ -45,13 +44,8 @@ class _Model:
     def is_valid(self, name: str, instance: Any) -> bool:
         v = self._rs.get(name)
         if v is None:
-            wrapper = {
-                "$schema": self.schema.get("$schema", "https://json-schema.org/draft/2020-12/schema"),
-                "$ref": f"#/$defs/{name}",
-                "$defs": self.defs,
-            }
             with self._lock:
-                v = self._rs[name] = jsonschema_rs.validator_for(wrapper)
+                v = self._rs[name] = self.validator.compiled(name)
         try:
             return bool(v.is_valid(instance))
         except (ValueError, RecursionError, OverflowError):

@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import jsonschema_rs
-
 __all__ = ["Withdrawn", "at_pointer", "undeclared_fields", "withdrawn_field", "withdrawn_fields"]
 
 Json = dict[str, Any]
@@ -31,8 +29,11 @@ class _Schema:
     """Just enough of the schema to know which fields a spec-defined object declares."""
 
     def __init__(self, defs: dict[str, Any]) -> None:
+        from acp_conformance.schema.validator import SchemaValidator
+
         self.defs = defs
         self._valid: dict[int, Any] = {}
+        self._document = SchemaValidator({"$schema": _DIALECT, "$defs": defs})
 
     def target(self, ref: str) -> Any:
         return self.defs.get(ref.rsplit("/", 1)[-1], {})
@@ -40,7 +41,7 @@ class _Schema:
     def matches(self, node: Json, instance: Any) -> bool:
         v = self._valid.get(id(node))
         if v is None:
-            v = self._valid[id(node)] = jsonschema_rs.validator_for({"$schema": _DIALECT, **node, "$defs": self.defs})
+            v = self._valid[id(node)] = self._document.compile_node(node)
         return bool(v.is_valid(instance))
 
     def applicable(self, node: Any, instance: Any, depth: int = 0) -> list[Json]:

@@ -84,11 +84,30 @@ class SchemaValidator:
         return sorted(m for m, s in self.methods.items() if s.receiver in (role, None))
 
     # ------------------------------------------------------------ validation
-    def _validator(self, name: str) -> Any:
+    def compiled(self, name: str) -> Any:
+        """The jsonschema_rs validator of ``$defs[name]``, compiled on first use."""
         v = self._compiled.get(name)
         if v is None:
             v = self._compiled[name] = self._compile(name)
         return v
+
+    _validator = compiled
+
+    def compile_node(self, node: dict[str, Any]) -> Any:
+        """A jsonschema_rs validator for ``node``, a subschema of this document (an ``anyOf``
+        branch, say) whose ``$ref``s point into its ``$defs``; not cached (callers key their own).
+        Compiled against the document's registry, as the definitions are: ``node``'s own relative
+        references are made absolute first, since a compiled node is a document of its own."""
+        if self._registry is None:
+            self._registry = _registry(self._schema)
+        if self._registry is False:
+            return jsonschema_rs.validator_for({"$schema": self._dialect, **node, "$defs": self._defs})
+        absolute = _absolute_refs(node, self._schema.get("$id") or _BASE_URI)
+        return jsonschema_rs.validator_for({"$schema": self._dialect, **absolute}, registry=self._registry)
+
+    @property
+    def _dialect(self) -> str:
+        return str(self._schema.get("$schema", "https://json-schema.org/draft/2020-12/schema"))
 
     def _compile(self, name: str) -> Any:
         if self._registry is None:
@@ -101,11 +120,7 @@ class SchemaValidator:
     def standalone(self, name: str) -> dict[str, Any]:
         """``$defs[name]`` as a schema of its own (the whole ``$defs`` beside it): what the
         registry's validators must agree with, and what older jsonschema_rs releases compile."""
-        return {
-            "$schema": self._schema.get("$schema", "https://json-schema.org/draft/2020-12/schema"),
-            "$ref": f"#/$defs/{name}",
-            "$defs": self._defs,
-        }
+        return {"$schema": self._dialect, "$ref": f"#/$defs/{name}", "$defs": self._defs}
 
     def validate(self, name: str, instance: Any) -> list[SchemaIssue]:
         """Validate ``instance`` against ``$defs[name]``; empty list means valid."""
@@ -170,6 +185,18 @@ class SchemaValidator:
         if "Error" not in self._defs:
             return []
         return self.validate("Error", error)
+
+
+def _absolute_refs(node: Any, base: str) -> Any:
+    """``node`` with every document-relative ``$ref`` (``#/$defs/...``) prefixed with ``base``."""
+    if isinstance(node, dict):
+        return {
+            k: (base + v if k == "$ref" and isinstance(v, str) and v.startswith("#") else _absolute_refs(v, base))
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_absolute_refs(v, base) for v in node]
+    return node
 
 
 def _registry(schema: dict[str, Any]) -> Any:

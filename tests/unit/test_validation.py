@@ -289,6 +289,37 @@ def test_registry_validators_judge_every_definition_as_standalone_ones(schema_va
     assert fresh._registry not in (None, False), "the registry was not used"
 
 
+def _branches(node: Any) -> list[dict[str, Any]]:
+    """Every ``anyOf`` / ``oneOf`` member anywhere under ``node`` (what declared.py compiles)."""
+    out: list[dict[str, Any]] = []
+    if isinstance(node, dict):
+        for key in ("anyOf", "oneOf"):
+            out += [b for b in node.get(key) or [] if isinstance(b, dict)]
+        for v in node.values():
+            out += _branches(v)
+    elif isinstance(node, list):
+        for v in node:
+            out += _branches(v)
+    return out
+
+
+def test_a_compiled_subschema_judges_as_it_does_beside_the_whole_defs(schema_validator: SchemaValidator) -> None:
+    """``compile_node`` (a union branch with its references made absolute, compiled against the
+    registry) agrees with the branch compiled beside the whole ``$defs``, on every branch."""
+    import jsonschema_rs
+
+    fresh = SchemaValidator(schema_validator._schema)
+    defs = fresh._schema["$defs"]
+    branches = _branches(defs)
+    assert len(branches) > 50
+    instances = _instances()
+    for branch in branches:
+        fast = fresh.compile_node(branch)
+        slow = jsonschema_rs.validator_for({"$schema": fresh._dialect, **branch, "$defs": defs})
+        for instance in instances:
+            assert fast.is_valid(instance) == slow.is_valid(instance), (branch, instance)
+
+
 def test_without_registries_the_standalone_wrappers_are_compiled(
     schema_validator: SchemaValidator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
