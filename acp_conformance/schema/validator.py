@@ -91,31 +91,36 @@ class SchemaValidator:
             v = self._compiled[name] = self._compile(name)
         return v
 
-    _validator = compiled
-
     def compile_node(self, node: dict[str, Any]) -> Any:
         """A jsonschema_rs validator for ``node``, a subschema of this document (an ``anyOf``
         branch, say) whose ``$ref``s point into its ``$defs``; not cached (callers key their own).
         Compiled against the document's registry, as the definitions are: ``node``'s own relative
         references are made absolute first, since a compiled node is a document of its own."""
-        if self._registry is None:
-            self._registry = _registry(self._schema)
-        if self._registry is False:
+        registry = self._document_registry()
+        if registry is False:
             return jsonschema_rs.validator_for({"$schema": self._dialect, **node, "$defs": self._defs})
-        absolute = _absolute_refs(node, self._schema.get("$id") or _BASE_URI)
-        return jsonschema_rs.validator_for({"$schema": self._dialect, **absolute}, registry=self._registry)
+        absolute = _absolute_refs(node, self._base)
+        return jsonschema_rs.validator_for({"$schema": self._dialect, **absolute}, registry=registry)
 
     @property
     def _dialect(self) -> str:
         return str(self._schema.get("$schema", "https://json-schema.org/draft/2020-12/schema"))
 
-    def _compile(self, name: str) -> Any:
+    @property
+    def _base(self) -> str:
+        """The URI the document is registered under: its own ``$id``, or ours."""
+        return str(self._schema.get("$id") or _BASE_URI)
+
+    def _document_registry(self) -> Any:
         if self._registry is None:
-            self._registry = _registry(self._schema)
-        if self._registry is not False:
-            base = self._schema.get("$id") or _BASE_URI
-            return jsonschema_rs.validator_for({"$ref": f"{base}#/$defs/{name}"}, registry=self._registry)
-        return jsonschema_rs.validator_for(self.standalone(name))
+            self._registry = _registry(self._schema, self._base)
+        return self._registry
+
+    def _compile(self, name: str) -> Any:
+        registry = self._document_registry()
+        if registry is False:
+            return jsonschema_rs.validator_for(self.standalone(name))
+        return jsonschema_rs.validator_for({"$ref": f"{self._base}#/$defs/{name}"}, registry=registry)
 
     def standalone(self, name: str) -> dict[str, Any]:
         """``$defs[name]`` as a schema of its own (the whole ``$defs`` beside it): what the
@@ -124,7 +129,7 @@ class SchemaValidator:
 
     def validate(self, name: str, instance: Any) -> list[SchemaIssue]:
         """Validate ``instance`` against ``$defs[name]``; empty list means valid."""
-        if self._validator(name).is_valid(instance):
+        if self.compiled(name).is_valid(instance):
             return []
         return [self._explain(name, instance)]
 
@@ -151,7 +156,7 @@ class SchemaValidator:
 
     def _rust_issue(self, name: str, instance: Any) -> SchemaIssue:
         """The Rust validator's first error: its path and message as they are."""
-        rs_err = next(iter(self._validator(name).iter_errors(instance)), None)
+        rs_err = next(iter(self.compiled(name).iter_errors(instance)), None)
         if rs_err is None:
             return SchemaIssue(name, "", "invalid")
         path = "".join(f"/{p}" for p in rs_err.instance_path)
@@ -199,14 +204,14 @@ def _absolute_refs(node: Any, base: str) -> Any:
     return node
 
 
-def _registry(schema: dict[str, Any]) -> Any:
-    """The schema document as a ``jsonschema_rs.Registry`` resource, or False on a jsonschema_rs
-    without registries (before 0.29): the caller then compiles standalone wrappers."""
+def _registry(schema: dict[str, Any], uri: str) -> Any:
+    """The schema document as a ``jsonschema_rs.Registry`` resource at ``uri``, or False on a
+    jsonschema_rs without registries (before 0.29): the caller then compiles standalone wrappers."""
     make = getattr(jsonschema_rs, "Registry", None)
     if make is None:
         return False
     try:
-        return make(resources=[(schema.get("$id") or _BASE_URI, schema)])
+        return make(resources=[(uri, schema)])
     except (TypeError, ValueError):  # a release whose Registry takes other arguments
         return False
 

@@ -279,7 +279,7 @@ def test_registry_validators_judge_every_definition_as_standalone_ones(schema_va
     names = sorted(fresh._schema["$defs"])
     assert len(names) > 100
     for name in names:
-        fast = fresh._validator(name)
+        fast = fresh.compiled(name)
         slow = jsonschema_rs.validator_for(fresh.standalone(name))
         for instance in instances:
             assert fast.is_valid(instance) == slow.is_valid(instance), (name, instance)
