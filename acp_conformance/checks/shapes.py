@@ -18,10 +18,11 @@ def implementation_ok(info: Any) -> bool:
 
 def unknown_method_answer(is_error: bool, error: Any) -> bool | None:
     """An answer to a request for a method the receiver cannot know (an extension name we made up),
-    against ``jsonrpc.unknown-method``: True for error -32601, False for another error (it does not
-    implement the method and says so with the wrong code), None for a result: the receiver answers
-    the name, and a catch-all extension handler is an implementation; whether an unrecognised
-    extension *should* get -32601 is ``ext.request.unknown``'s (a SHOULD), judged on the same answer."""
+    against ``jsonrpc.unknown-method`` and ``ext.request.unknown`` alike: True for error -32601,
+    False for another error (it does not implement the method and says so with the wrong code),
+    None for a result: the receiver handles the name (a catch-all extension handler is an
+    implementation), so that it "doesn't recognize" it (extensibility.mdx) is not shown, and
+    neither clause is judged on it."""
     if not is_error:
         return None
     code = error.get("code") if isinstance(error, dict) else None

@@ -180,6 +180,22 @@ def test_an_agent_offering_no_reject_option_is_judged_on_the_cancelled_answer(tm
     assert run.statuses()["perm.option.shape"] == "PASS"
 
 
+def test_an_agent_that_handles_every_extension_name_is_not_judged_on_unknown_ones(tmp_path: Path) -> None:
+    """A catch-all extension handler answers our made-up extension names with a result: that it
+    "doesn't recognize" them (extensibility.mdx's condition for -32601) is not shown, so
+    ext.request.unknown and jsonrpc.unknown-method are NOT_APPLICABLE, saying why (it once WARNed)."""
+    run = run_suite(
+        f"{PY} {CONFORMING} catch-all-extensions",
+        tmp_path,
+        "--acp-clause=ext.request.unknown",
+        "--acp-clause=jsonrpc.unknown-method",
+    )
+    findings = run.with_status("FAIL", "WARN", "INFO")
+    assert not findings, {c: run.messages(c) for c in findings}
+    assert run.statuses()["ext.request.unknown"] == "NOT_APPLICABLE", run.stdout[-2000:]
+    assert any("catch-all" in m for m in run.messages("ext.request.unknown", "NOT_APPLICABLE"))
+
+
 def test_an_error_answered_after_later_requests_is_no_silence(tmp_path: Path) -> None:
     """JSON-RPC lets a peer answer in any order: an agent whose error for an unparseable line or an
     invalid request comes after its answers to the requests behind it is not silent.  The fuzz

@@ -219,6 +219,23 @@ class AllowOnlyOptions(MockAgent):
         return [{"optionId": "go", "name": "Go ahead", "kind": "allow_once"}]
 
 
+class CatchAllExtensions(MockAgent):
+    """Answers every extension request with a result (``null``), whatever its name: a catch-all
+    handler, as the Python SDK's examples have.  extensibility.mdx asks for -32601 only from a
+    receiver that "doesn't recognize the custom method name"; one that handles every name is not
+    shown not to, so neither ext.request.unknown nor jsonrpc.unknown-method is judged on it."""
+
+    def install_handlers(self, peer: Peer) -> None:
+        super().install_handlers(peer)
+
+        async def anything(req: Request) -> Any:
+            if req.method.startswith("_"):
+                return None
+            raise HandlerError(-32601, f"method not found: {req.method}")
+
+        peer.default_handler = anything
+
+
 class RefusesEverything(MockAgent):
     """Ends every turn at once with ``refusal`` and says nothing: a conforming, useless agent.  No
     clause may FAIL for what it never does (tool calls, permissions, files, plans)."""
@@ -485,6 +502,7 @@ AGENTS: dict[str, type[MockAgent]] = {
     "split-writes": SplitWrites,
     "meta-everywhere": MetaEverywhere,
     "chatty": Chatty,
+    "catch-all-extensions": CatchAllExtensions,
     "allow-only-options": AllowOnlyOptions,
     "cascades-cancellation": CascadesCancellation,
     "commands-before-the-answer": CommandsBeforeTheAnswer,
