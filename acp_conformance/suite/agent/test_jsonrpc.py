@@ -34,7 +34,7 @@ async def test_unknown_method_gets_method_not_found(acp_agent: AgentHarness) -> 
         if verdict is None:
             not_applicable(
                 f"the agent answered our made-up extension request with a result ({describe(resp)}): it "
-                "implements the name (a catch-all handler); whether it should is ext.request.unknown's"
+                "handles the name (a catch-all handler), so that it does not implement it is not shown"
             )
         acp_agent.check(
             "jsonrpc.unknown-method",
