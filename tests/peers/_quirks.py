@@ -1,4 +1,6 @@
-"""What the conforming peers with quirks share (``conforming_agents.py``, ``conforming_clients.py``)."""
+"""What the test peers share: the quirks the spec allows (``conforming_agents.py``,
+``conforming_clients.py``), and how a peer answers extension requests it has no handler for
+(``answer_extensions``, broken and conforming peers alike)."""
 
 from __future__ import annotations
 
@@ -9,11 +11,23 @@ from typing import Any
 import anyio
 
 from acp_conformance.core.events import Request
-from acp_conformance.peer import Peer
+from acp_conformance.peer import HandlerError, Peer
 from acp_conformance.transport.base import Transport
 
 #: Extension data the quirky peers attach: what it holds must change nothing (extensibility.mdx).
 META = {"example.com/trace": {"span": "0f1e2d3c", "sampled": True}}
+
+
+def answer_extensions(peer: Peer, answer: Callable[[Request], Awaitable[Any]]) -> None:
+    """Serve every extension (``_``) request ``peer`` has no handler for with ``answer``, and any
+    other method it does not implement with -32601 (Method not found), as the mocks do."""
+
+    async def unknown(req: Request) -> Any:
+        if req.method.startswith("_"):
+            return await answer(req)
+        raise HandlerError(-32601, f"method not found: {req.method}")
+
+    peer.default_handler = unknown
 
 
 class StringIds(Peer):

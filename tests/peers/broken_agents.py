@@ -29,6 +29,7 @@ from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent, Session, Turn
 from mock_agent.cli import run
 from tests.peers._breakage import Breakage, Filtered, Json
+from tests.peers._quirks import answer_extensions
 
 _Filtered = Filtered
 
@@ -208,12 +209,10 @@ class WrongCodeForUnknownExtensions(MockAgent):
     def install_handlers(self, peer: Peer) -> None:
         super().install_handlers(peer)
 
-        async def anything(req: Request) -> Any:
-            if req.method.startswith("_"):
-                raise HandlerError(-32603, f"no extension {req.method} here")
-            raise HandlerError(-32601, f"method not found: {req.method}")
+        async def wrong_code(req: Request) -> Any:
+            raise HandlerError(-32603, f"no extension {req.method} here")
 
-        peer.default_handler = anything
+        answer_extensions(peer, wrong_code)
 
 
 class BadErrorObject(_Filtered):
@@ -261,18 +260,14 @@ class AnswersNotificationsWithoutId(MockAgent):
         self.peer.start_soon(self.peer.send_raw, frame % note.method.encode())
 
 
+async def _no_answer(req: Request) -> Any:
+    return NO_ANSWER
+
+
 class IgnoresExtensionRequests(MockAgent):
     def install_handlers(self, peer: Peer) -> None:
         super().install_handlers(peer)
-
-        async def anything(req: Request) -> Any:
-            from acp_conformance.peer import NO_ANSWER
-
-            if req.method.startswith("_"):
-                return NO_ANSWER
-            raise HandlerError(-32601, f"method not found: {req.method}")
-
-        peer.default_handler = anything
+        answer_extensions(peer, _no_answer)
 
 
 class WedgedByDuplicateAnswer(MockAgent):

@@ -40,6 +40,7 @@ from mock_client import MockClient
 from mock_client.cli import main
 from mock_client.client import ClientOptions
 from tests.peers._breakage import Breakage, FilteredClient, Json, own_requests_answered
+from tests.peers._quirks import answer_extensions
 
 
 def _is_ext_request(msg: Json) -> bool:
@@ -183,11 +184,9 @@ class IgnoresExtensionRequests(MockClient):
         super().install_handlers(peer)
 
         async def ignore(req: Request) -> Any:
-            if req.method.startswith("_"):
-                return NO_ANSWER
-            raise HandlerError(-32601, f"method not found: {req.method}")
+            return NO_ANSWER
 
-        peer.default_handler = ignore
+        answer_extensions(peer, ignore)
 
 
 class IgnoresStringIds(FilteredClient):

@@ -29,7 +29,7 @@ from acp_conformance.transport.base import Transport
 from mock_agent import MockAgent, Turn
 from mock_agent.agent import AgentLog, AgentPeer, Session
 from mock_agent.cli import run
-from tests.peers._quirks import MetaOnSent, SplitSends, StringIds, with_meta
+from tests.peers._quirks import MetaOnSent, SplitSends, StringIds, answer_extensions, with_meta
 
 Json = dict[str, Any]
 
@@ -228,12 +228,10 @@ class CatchAllExtensions(MockAgent):
     def install_handlers(self, peer: Peer) -> None:
         super().install_handlers(peer)
 
-        async def anything(req: Request) -> Any:
-            if req.method.startswith("_"):
-                return None
-            raise HandlerError(-32601, f"method not found: {req.method}")
+        async def handled(req: Request) -> Any:
+            return None
 
-        peer.default_handler = anything
+        answer_extensions(peer, handled)
 
 
 class RefusesEverything(MockAgent):
