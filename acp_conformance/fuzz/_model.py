@@ -23,8 +23,6 @@ class _Model:
         self.defs: dict[str, Any] = defs
         self.validator = SchemaValidator(dict(schema))
         self.methods: dict[str, MethodSpec] = self.validator.methods
-        self._rs: dict[str, Any] = {}
-        self._lock = threading.Lock()
         self.property_names: set[str] = set()
         self._collect_properties(defs, 0)
 
@@ -42,10 +40,9 @@ class _Model:
                 self._collect_properties(v, depth + 1)
 
     def is_valid(self, name: str, instance: Any) -> bool:
-        v = self._rs.get(name)
-        if v is None:
-            with self._lock:
-                v = self._rs[name] = self.validator.compiled(name)
+        # Compiled once, by the validator (two threads racing to the first compile both compile,
+        # and either result serves).
+        v = self.validator.compiled(name)
         try:
             return bool(v.is_valid(instance))
         except (ValueError, RecursionError, OverflowError):

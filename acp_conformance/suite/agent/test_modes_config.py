@@ -111,11 +111,9 @@ def _judge_config_updates(acp: AgentHarness, segments: list[tuple[list[str], lis
     state read after the update still lists it; without one, that it was left out is not proven."""
     problems: list[str] = []
     unproven: list[str] = []
-    seen = False
     for known, updates, after in segments:
         later = set(option_ids(after))
         for options in updates:
-            seen = True
             missing = missing_option_ids(known, options)
             if missing and after is None:
                 unproven.append(f"an update lists {option_ids(options)} and leaves out {missing}")
@@ -127,7 +125,7 @@ def _judge_config_updates(acp: AgentHarness, segments: list[tuple[list[str], lis
                         f"state read after it still lists ({sorted(later)})"
                     )
             known = option_ids(options) or known
-    if not seen:
+    if not any(updates for _, updates, _ in segments):
         acp.record("config.update.complete", Status.NOT_APPLICABLE, "the agent sent no config_option_update")
     elif problems or not unproven:
         acp.check(
